@@ -1,0 +1,12 @@
+"""hnclip_core — the tested logic behind the hnclip notebooks.
+
+An educational replication of *Which Negatives Matter? Ask Your Text Encoder: Adaptive Similarity
+Margins for Dense-Caption Retrieval* (HN-CLIP, arXiv 2608.18521). One module per concept:
+
+* :mod:`hnclip_core.losses` — InfoNCE (Eq. 1), the boosted L_HN (Eq. 2), the FILIP token term (Eq. 3);
+* :mod:`hnclip_core.longclip` — exact Long-CLIP checkpoint loading into open_clip, and saving;
+* :mod:`hnclip_core.evaluate` — Recall@K retrieval evaluation (App. D.3);
+* :mod:`hnclip_core.data` — the real benchmarks' loaders and the embedded synthetic benchmark.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,91 @@
+"""Image–caption pairs and the torch ``Dataset`` every benchmark loader feeds.
+
+Every loader in :mod:`hnclip_core.data` returns a plain ``list[ImageCaptionPair]`` in a documented,
+deterministic order; :class:`PairDataset` turns such a list into (preprocessed image, token ids) items for
+a model returned by :func:`hnclip_core.longclip.load_longclip`. Retrieval is evaluated 1:1, so pair ``i``'s
+image is the only correct match for caption ``i`` (paper App. D.3).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ImageCaptionPair:
+    """One image file and its (long) caption."""
+
+    image_path: Path
+    caption: str
+
+
+class DatasetLayoutError(FileNotFoundError):
+    """A dataset root, file or folder is missing or malformed; the message shows the expected layout."""
+
+
+def layout_error(name: str, root: Path, problem: str, expected_layout: str) -> DatasetLayoutError:
+    """Build an error that names the problem and shows the on-disk layout the loader expects."""
+    return DatasetLayoutError(
+        f"{name}: {problem}\n  data root: {root}\n  expected layout:\n{expected_layout.rstrip()}"
+    )
+
+
+def count_truncated(captions: Sequence[str], tokenizer) -> int:
+    """How many captions do not fit the tokenizer's context (they will be cut and given an end token).
+
+    ``tokenizer`` is open_clip's ``SimpleTokenizer``; a caption fits when start token + BPE tokens +
+    end token ≤ ``tokenizer.context_length``.
+    """
+    limit = tokenizer.context_length - 2
+    return sum(len(tokenizer.encode(c)) > limit for c in captions)
+
+
+class PairDataset(torch.utils.data.Dataset):
+    """Yields ``(image_tensor, token_ids)`` for a list of pairs.
+
+    Captions are tokenised once, up front (open_clip's tokenizer truncates to its context length and
+    ends every sequence with the end-of-text token, as Long-CLIP's ``tokenize(..., truncate=True)``
+    does); how many were truncated is logged once and kept in :attr:`num_truncated`.
+    Images are opened lazily, converted to RGB and passed through ``preprocess``.
+    """
+
+    def __init__(
+        self,
+        pairs: Sequence[ImageCaptionPair],
+        preprocess: Callable[[Image.Image], torch.Tensor],
+        tokenizer,
+    ):
+        self.pairs = list(pairs)
+        self.preprocess = preprocess
+        captions = [p.caption for p in self.pairs]
+        self.tokens = tokenizer(captions) if captions else torch.zeros(0, tokenizer.context_length, dtype=torch.long)
+        self.num_truncated = count_truncated(captions, tokenizer)
+        if self.num_truncated:
+            log.warning(
+                "%d of %d captions exceed %d tokens and were truncated",
+                self.num_truncated,
+                len(captions),
+                tokenizer.context_length,
+            )
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        path = self.pairs[index].image_path
+        try:
+            with Image.open(path) as image:
+                pixels = self.preprocess(image.convert("RGB"))
+        except FileNotFoundError as err:
+            raise DatasetLayoutError(f"image file missing: {path}") from err
+        except OSError as err:  # PIL raises UnidentifiedImageError (an OSError) for corrupt files
+            raise DatasetLayoutError(f"cannot read image file {path}: {err}") from err
+        return pixels, self.tokens[index]

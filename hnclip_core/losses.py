@@ -1,0 +1,232 @@
+"""The HN-CLIP objective: InfoNCE (Eq. 1), the caption-similarity boost L_HN (Eq. 2) and the FILIP-style
+token term L_tok of the full objective L = L_HN + λ·L_tok (Eq. 3), arXiv 2608.18521 §2.1–2.3 and App. B.
+
+Conventions: global embeddings are L2-normalised ``[B, D]`` tensors, row ``i`` of the image features
+belongs to row ``i`` of the text features, and ``logit_scale`` is the inverse temperature *s* itself
+(``model.logit_scale.exp()``), as a tensor or a float.
+
+Why the boost works, in one line (App. B.2, Eq. 4): adding the detached margin γ·Ḡ_ij to negative *j*'s
+logit multiplies its softmax weight, and so its share of the gradient, by exp(s·γ·Ḡ_ij); near-duplicate
+captions (Ḡ → 1) keep receiving gradient after the easy negatives have been separated.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from open_clip.loss import ClipLoss, gather_features
+
+__all__ = [
+    "clip_loss",
+    "hn_clip_loss",
+    "caption_margin",
+    "token_loss",
+    "token_similarity",
+    "valid_text_token_mask",
+    "HNClipLoss",
+    "SOLVED_LOSS_THRESHOLD",
+]
+
+#: A batch whose loss is below this value counts as "solved" in the paper's gradient analysis (§2.4, Fig. 4).
+SOLVED_LOSS_THRESHOLD = 1e-3
+
+
+def _symmetric_cross_entropy(logits_per_image: torch.Tensor, logits_per_text: torch.Tensor) -> torch.Tensor:
+    """½·[CE(Z, y) + CE(Z', y)] with targets y_i = i: images classify captions, captions classify images."""
+    targets = torch.arange(logits_per_image.shape[0], device=logits_per_image.device)
+    return (F.cross_entropy(logits_per_image, targets) + F.cross_entropy(logits_per_text, targets)) / 2
+
+
+def clip_loss(image_features: torch.Tensor, text_features: torch.Tensor, logit_scale) -> torch.Tensor:
+    """Symmetric InfoNCE over in-batch negatives, Eq. 1: ½·[CE(s·S, y) + CE(s·Sᵀ, y)] with S = V Tᵀ.
+
+    The two logit matrices are computed as open_clip's ``ClipLoss`` computes them, so the values are
+    bit-identical to it.
+    """
+    return hn_clip_loss(image_features, text_features, logit_scale, gamma=0.0)
+
+
+def caption_margin(
+    row_text_features: torch.Tensor,
+    column_text_features: torch.Tensor,
+    gamma: float,
+    positive_offset: int = 0,
+) -> torch.Tensor:
+    """The additive logit margin γ·Ḡ of Eq. 2, with Ḡ = stopgrad(T Tᵀ) ⊙ (1 − I).
+
+    Rows and columns may be different sets of captions (a rank's local captions against all gathered
+    ones, under distributed training); the positive of row ``i`` then sits at column
+    ``positive_offset + i`` and is the entry masked to zero. The matrix is computed without autograd
+    history, so no gradient can flow through it.
+    """
+    with torch.no_grad():
+        margin = gamma * (row_text_features @ column_text_features.t())
+        rows = torch.arange(margin.shape[0], device=margin.device)
+        margin[rows, rows + positive_offset] = 0.0
+    return margin
+
+
+def hn_clip_loss(
+    image_features: torch.Tensor,
+    text_features: torch.Tensor,
+    logit_scale,
+    gamma: float = 0.5,
+    text_sim: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """L_HN of Eq. 2: ½·[CE(s·(S + γḠ), y) + CE(s·(S + γḠ)ᵀ, y)].
+
+    Ḡ is the caption–caption cosine matrix T Tᵀ of the batch, detached and with its diagonal zeroed, so
+    the positives' logits are untouched and negative *j* of query *i* must be beaten by an extra margin
+    γ·Ḡ_ij. ``text_sim`` optionally supplies the ``[B, B]`` matrix Ḡ is built from instead of T Tᵀ (e.g.
+    the similarities under a frozen copy of the initial text encoder, Table 3c / A2); it is detached and
+    diagonal-masked the same way. With ``gamma=0`` this is exactly :func:`clip_loss`.
+    """
+    logits_per_image = logit_scale * image_features @ text_features.t()
+    logits_per_text = logit_scale * text_features @ image_features.t()
+    if gamma != 0:
+        if text_sim is None:
+            margin = caption_margin(text_features, text_features, gamma)
+        else:
+            margin = gamma * text_sim.detach().clone()
+            margin.fill_diagonal_(0.0)
+        # s·(S + γḠ) = s·S + s·γḠ; Ḡ is symmetric, so both directions get the same margin.
+        margin = (logit_scale * margin).to(logits_per_image.dtype)
+        logits_per_image = logits_per_image + margin
+        logits_per_text = logits_per_text + margin
+    return _symmetric_cross_entropy(logits_per_image, logits_per_text)
+
+
+def valid_text_token_mask(token_ids: torch.Tensor) -> torch.Tensor:
+    """Tokens that take part in L_tok: not padding (id 0) and not the start token at position 0.
+
+    With a causal text encoder the start token's output only sees itself and is identical for every
+    caption, so it carries no information about the caption (research notes, longclip.md §5).
+    """
+    positions = torch.arange(token_ids.shape[-1], device=token_ids.device)
+    return (token_ids != 0) & (positions > 0)
+
+
+def _default_chunk_size(batch: int, patches: int, tokens: int, max_elements: int) -> int:
+    return max(1, min(batch, max_elements // max(1, batch * patches * tokens)))
+
+
+def token_similarity(
+    image_tokens: torch.Tensor,
+    text_tokens: torch.Tensor,
+    text_mask: torch.Tensor,
+    max_elements: int = 2**25,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """FILIP late-interaction scores for every image–caption pair of a batch (§2.3, Yao et al. 2021).
+
+    Returns ``(image_to_text, text_to_image)``, both ``[B_img, B_txt]``:
+
+    * image→text score of (i, j): each patch of image *i* takes its best cosine over caption *j*'s valid
+      tokens; the maxima are averaged over the patches;
+    * text→image score of (i, j): each valid token of caption *j* takes its best cosine over image *i*'s
+      patches; the maxima are averaged over caption *j*'s valid tokens.
+
+    Tokens are L2-normalised here. The ``B × B × patches × tokens`` similarity tensor is never formed at
+    once: images are processed in chunks holding at most ``max_elements`` entries, and ``torch.max``
+    keeps only argmax indices for backward, so memory stays bounded during training as well.
+    """
+    image_tokens = F.normalize(image_tokens, dim=-1)
+    text_tokens = F.normalize(text_tokens, dim=-1)
+    mask = text_mask.bool()
+    num_valid = mask.sum(dim=1).clamp(min=1).to(text_tokens.dtype)  # [B_txt]
+    n_img, n_patch = image_tokens.shape[:2]
+    n_txt, n_tok = text_tokens.shape[:2]
+    chunk = _default_chunk_size(n_txt, n_patch, n_tok, max_elements)
+
+    image_to_text, text_to_image = [], []
+    for start in range(0, n_img, chunk):
+        sim = torch.einsum("ipd,jtd->ijpt", image_tokens[start : start + chunk], text_tokens)
+        best_token = sim.masked_fill(~mask[None, :, None, :], float("-inf")).max(dim=3).values
+        image_to_text.append(best_token.mean(dim=2))
+        best_patch = sim.max(dim=2).values  # [c, B_txt, tokens]
+        text_to_image.append((best_patch * mask[None]).sum(dim=2) / num_valid[None])
+    return torch.cat(image_to_text), torch.cat(text_to_image)
+
+
+def token_loss(
+    image_tokens: torch.Tensor,
+    text_tokens: torch.Tensor,
+    text_mask: torch.Tensor,
+    logit_scale,
+    max_elements: int = 2**25,
+) -> torch.Tensor:
+    """L_tok of Eq. 3: symmetric in-batch cross-entropy over FILIP late-interaction scores.
+
+    ``image_tokens`` ``[B, patches, D]`` are projected patch embeddings (class token excluded),
+    ``text_tokens`` ``[B, L, D]`` projected per-token text states, ``text_mask`` ``[B, L]`` marks the
+    valid text tokens (see :func:`valid_text_token_mask`). Each image is classified among the batch's
+    captions by the image→text score, each caption among the images by the text→image score
+    (:func:`token_similarity`), and the two cross-entropies are averaged.
+    """
+    image_to_text, text_to_image = token_similarity(image_tokens, text_tokens, text_mask, max_elements)
+    targets = torch.arange(image_to_text.shape[0], device=image_to_text.device)
+    return (
+        F.cross_entropy(logit_scale * image_to_text, targets)
+        + F.cross_entropy(logit_scale * text_to_image.t(), targets)
+    ) / 2
+
+
+class HNClipLoss(ClipLoss):
+    """L_HN as a drop-in replacement for open_clip's ``ClipLoss`` (same call and options).
+
+    ``loss(image_features, text_features, logit_scale)`` returns Eq. 2; ``gamma=0`` gives ``ClipLoss``
+    exactly. Distributed feature gathering, ``local_loss`` and ``gather_with_grad`` work as in
+    ``ClipLoss``: the same Ḡ serves both directions because caption similarity is symmetric; under
+    ``local_loss`` it is stopgrad(local captions · all captionsᵀ) with the positives at column
+    ``rank·B + i``. ``margin_text_features`` (keyword of ``forward``) optionally gives the caption
+    features Ḡ is built from (e.g. a frozen text encoder's, Table 3c); they are gathered like the others.
+    """
+
+    def __init__(self, gamma: float = 0.5, **clip_loss_kwargs):
+        super().__init__(**clip_loss_kwargs)
+        self.gamma = gamma
+        self._margin_text_features: torch.Tensor | None = None
+
+    def _gather(self, features: torch.Tensor) -> torch.Tensor:
+        gathered, _ = gather_features(
+            features, features, local_loss=True, gather_with_grad=False,
+            rank=self.rank, world_size=self.world_size, use_horovod=self.use_horovod,
+        )
+        return gathered
+
+    def get_logits(self, image_features, text_features, logit_scale, logit_bias=None):
+        logits_per_image, logits_per_text = super().get_logits(
+            image_features, text_features, logit_scale, logit_bias=logit_bias
+        )
+        if self.gamma == 0:
+            return logits_per_image, logits_per_text
+        captions = text_features if self._margin_text_features is None else self._margin_text_features
+        offset = 0
+        if self.world_size > 1:
+            all_captions = self._gather(captions.detach())
+            if self.local_loss:
+                offset = self.rank * captions.shape[0]
+            else:
+                captions = all_captions
+        else:
+            all_captions = captions
+        margin = logit_scale * caption_margin(captions, all_captions, self.gamma, positive_offset=offset)
+        margin = margin.to(logits_per_image.dtype)
+        # Ḡ is symmetric over captions, so the text→image logits get the same margin as image→text.
+        return logits_per_image + margin, logits_per_text + margin
+
+    def forward(
+        self,
+        image_features,
+        text_features,
+        logit_scale,
+        logit_bias=None,
+        output_dict=False,
+        margin_text_features: torch.Tensor | None = None,
+    ):
+        self._margin_text_features = margin_text_features
+        try:
+            return super().forward(
+                image_features, text_features, logit_scale, logit_bias=logit_bias, output_dict=output_dict
+            )
+        finally:
+            self._margin_text_features = None
