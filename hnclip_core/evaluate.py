@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from .features import encode_images, encode_texts
+
 __all__ = ["encode_dataset", "recall_at_k", "ranks_of_ground_truth", "mean_recall", "DEFAULT_KS"]
 
 #: The ranks the paper reports (Tables 1–3 use 1/5/10, the appendix tables add 25/50).
@@ -29,16 +31,17 @@ def encode_dataset(
     """Encode every (image, token ids) item of ``dataset`` with an open_clip ``CLIP``.
 
     Returns ``(image_features, text_features)`` on the CPU, float32 and L2-normalised, in dataset order.
-    The model is put in eval mode for the pass and restored to its previous mode afterwards.
+    The model is put in eval mode for the pass and restored to its previous mode afterwards. Items may
+    carry extra fields after (image, token ids); they are ignored.
     """
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)
     was_training = model.training
     model.eval()
     image_chunks, text_chunks = [], []
     try:
-        for images, tokens in tqdm(loader, desc="encode", disable=not progress, leave=False):
-            image_chunks.append(model.encode_image(images.to(device)).float().cpu())
-            text_chunks.append(model.encode_text(tokens.to(device)).float().cpu())
+        for images, tokens, *_ in tqdm(loader, desc="encode", disable=not progress, leave=False):
+            image_chunks.append(encode_images(model, images.to(device))[0].float().cpu())
+            text_chunks.append(encode_texts(model, tokens.to(device))[0].float().cpu())
     finally:
         model.train(was_training)
     return F.normalize(torch.cat(image_chunks), dim=-1), F.normalize(torch.cat(text_chunks), dim=-1)
