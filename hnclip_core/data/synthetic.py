@@ -876,10 +876,13 @@ def check_matches(root: Path, record: dict, config: SyntheticConfig) -> None:
 def ensure_synthetic_benchmark(root: str | Path | None = None, config: SyntheticConfig | None = None) -> Path:
     """Return the folder of the benchmark for ``config``, generating it only if needed.
 
-    ``config=None`` means ``SyntheticConfig()``; ``root=None`` means
-    ``cache_dir() / "synthetic" / <hash of config and generator version>``. An existing
-    ``<root>/config.json`` is reused when it matches and raises ``ValueError`` when it does not.
+    ``root=None`` means ``cache_dir() / "synthetic" / <hash of config and generator version>``. An
+    existing ``<root>/config.json`` is reused when it matches ``config`` and raises ``ValueError`` when
+    it does not; with ``config=None`` a benchmark already at ``root`` is used whatever its
+    configuration, and a missing one is generated with ``SyntheticConfig()``.
     """
+    if config is None and root is not None and read_config_record(Path(root)) is not None:
+        return Path(root)
     config = config or SyntheticConfig()
     root = default_root(config) if root is None else Path(root)
     record = read_config_record(root)

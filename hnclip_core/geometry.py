@@ -1,0 +1,520 @@
+"""Caption geometry: how near-duplicate the captions of a dense-caption benchmark are (arXiv 2608.18521
+§2.1, Fig. 1, App. A.2–A.4).
+
+HN-CLIP's motivation is a measurement made with the text encoder alone: encode every test caption, and
+look at the caption–caption cosine similarities. With the pre-trained Long-CLIP-L text encoder the paper
+reports (§2.1, Table A1, Fig. A6):
+
+=========  =============  ======================
+benchmark  mean pairwise  mean hardest companion
+=========  =============  ======================
+DOCCI      0.84           0.93
+DCI        0.85           0.92
+Long-DCI   0.85           0.93
+Urban-1K   0.88           0.94
+=========  =============  ======================
+
+and 86–99 % of all in-batch negatives have caption similarity Ḡ ≥ 0.8 (Fig. A6C; the paper trains with an
+effective batch of 128);
+one real B = 8 batch has off-diagonal means 0.82–0.84 on every benchmark (Fig. A5).
+
+Everything here works on a ``[N, D]`` tensor of L2-normalised caption embeddings, so any text encoder
+can be measured; :func:`encode_captions` produces that tensor for an open_clip ``CLIP`` (e.g. one
+returned by :func:`hnclip_core.longclip.load_longclip`). Cosine similarity is the plain dot product of
+those rows, as in Ḡ of Eq. 2 (:func:`hnclip_core.losses.caption_margin`); rows are not re-normalised.
+
+Memory: the full ``N × N`` matrix is never held. Statistics are accumulated over blocks of
+``block_size`` rows (``block_size × N`` floats at a time; 1024 × 10 000 floats is 40 MB), and the
+pairwise values returned for histograms are either every unordered pair (when there are at most
+``max_pairwise_values`` of them) or a fixed-size uniform random sample of pairs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+import torch
+from tqdm.auto import tqdm
+
+from hnclip_core.losses import caption_margin
+
+__all__ = [
+    "DEFAULT_BUCKETS",
+    "STOPWORDS",
+    "CaptionGeometry",
+    "InBatchHardness",
+    "NearDuplicate",
+    "encode_captions",
+    "caption_similarity_stats",
+    "batch_caption_matrix",
+    "off_diagonal_mean",
+    "in_batch_hardness",
+    "near_duplicate_pairs",
+    "content_words",
+    "shared_content_words",
+]
+
+#: Hardness thresholds of Fig. A6C: negatives are split into Ḡ < 0.8, 0.8 ≤ Ḡ < 0.9 and Ḡ ≥ 0.9.
+DEFAULT_BUCKETS = (0.8, 0.9)
+
+#: English function words left out when comparing captions' content words (App. A.3, Fig. A1–A4
+#: highlight the *content* words two near-duplicate captions share).
+STOPWORDS = frozenset(
+    """
+    a an the and or but nor so yet if then than that this these those there here
+    is are was were be been being am has have had having do does did doing will would shall should
+    can could may might must
+    i me my we us our you your he him his she her it its they them their what which who whom whose
+    of in on at by for with from to into onto off out up down over under about as
+    not no only also just very too more most some any all each both few other such own same
+    while when where why how again further once
+    """.split()
+)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def encode_captions(
+    model,
+    tokenizer,
+    captions: Sequence[str],
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+    progress: bool = True,
+) -> torch.Tensor:
+    """Encode captions with ``model.encode_text``: an ``[N, D]`` float32 CPU tensor, L2-normalised, in order.
+
+    This is the measurement of §2.1 / Fig. 1 (the paper uses the released Long-CLIP-L text encoder on the
+    test captions). ``model`` is an open_clip ``CLIP`` (anything with ``encode_text`` and ``train``/
+    ``eval``) already placed on ``device``; ``tokenizer`` maps a list of strings to token ids (open_clip's
+    ``SimpleTokenizer``, truncating to its context length). No gradient is recorded; the model is put in
+    eval mode for the pass and returned to its previous mode afterwards, also if encoding fails.
+    """
+    if len(captions) == 0:
+        raise ValueError("encode_captions needs at least one caption")
+    was_training = model.training
+    model.eval()
+    chunks = []
+    try:
+        starts = range(0, len(captions), batch_size)
+        for start in tqdm(starts, desc="encode captions", disable=not progress, leave=False):
+            tokens = tokenizer(list(captions[start : start + batch_size])).to(device)
+            chunks.append(model.encode_text(tokens).float().cpu())
+    finally:
+        model.train(was_training)
+    return torch.nn.functional.normalize(torch.cat(chunks), dim=-1)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Shared helpers
+# --------------------------------------------------------------------------------------------------------
+
+
+def _check_features(text_features: torch.Tensor, minimum: int = 2) -> torch.Tensor:
+    if text_features.dim() != 2:
+        raise ValueError(f"text_features must be [N, D], got shape {tuple(text_features.shape)}")
+    if text_features.shape[0] < minimum:
+        raise ValueError(f"need at least {minimum} captions, got {text_features.shape[0]}")
+    return text_features.detach().float()
+
+
+def _check_thresholds(buckets: Sequence[float]) -> tuple[float, ...]:
+    thresholds = tuple(float(t) for t in buckets)
+    if not thresholds or any(a >= b for a, b in pairwise(thresholds)):
+        raise ValueError(f"bucket thresholds must be non-empty and strictly increasing, got {buckets}")
+    return thresholds
+
+
+def _similarity_blocks(features: torch.Tensor, block_size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Yield ``(row_indices, block)``: rows ``row_indices`` of the cosine matrix, ``[len(rows), N]``."""
+    for start in range(0, features.shape[0], block_size):
+        rows = torch.arange(start, min(start + block_size, features.shape[0]), device=features.device)
+        yield rows, features[rows] @ features.t()
+
+
+def _columns_after_row(rows: torch.Tensor, num_columns: int) -> torch.Tensor:
+    """Mask of the block's entries (r, c) with c > r: each unordered pair i < j exactly once."""
+    columns = torch.arange(num_columns, device=rows.device)
+    return columns[None, :] > rows[:, None]
+
+
+def _hide_self_similarity(block: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """The block with each caption's similarity to itself set to −inf (so max() finds the hardest *other*)."""
+    block = block.clone()
+    block[torch.arange(len(rows), device=block.device), rows] = float("-inf")
+    return block
+
+
+def _bucket_labels(thresholds: tuple[float, ...]) -> list[str]:
+    labels = [f"<{thresholds[0]:g}"]
+    labels += [f"[{low:g}, {high:g})" for low, high in pairwise(thresholds)]
+    labels.append(f">={thresholds[-1]:g}")
+    return labels
+
+
+def _composition(
+    count_at_least: Sequence[int], total: int, thresholds: tuple[float, ...]
+) -> tuple[dict[float, float], dict[str, float]]:
+    """Fractions at or above each threshold, and the composition by bucket (which sums to one)."""
+    at_least = [count / total for count in count_at_least]
+    bucket_sizes = [1.0 - at_least[0]]
+    bucket_sizes += [low - high for low, high in pairwise(at_least)]
+    bucket_sizes.append(at_least[-1])
+    fraction_at_least = dict(zip(thresholds, at_least, strict=True))
+    return fraction_at_least, dict(zip(_bucket_labels(thresholds), bucket_sizes, strict=True))
+
+
+def _sample_pair_similarities(features: torch.Tensor, num_samples: int, seed: int, chunk: int = 65536) -> torch.Tensor:
+    """Cosines of ``num_samples`` pairs (i, j), i ≠ j, drawn uniformly with replacement (deterministic per seed)."""
+    n = features.shape[0]
+    if num_samples == 0:
+        return torch.empty(0)
+    generator = torch.Generator().manual_seed(seed)
+    first = torch.randint(0, n, (num_samples,), generator=generator)
+    second = torch.randint(0, n - 1, (num_samples,), generator=generator)
+    second = second + (second >= first).long()  # skip i itself: uniform over the other n − 1 captions
+    first, second = first.to(features.device), second.to(features.device)
+    values = [
+        (features[first[s : s + chunk]] * features[second[s : s + chunk]]).sum(dim=-1)
+        for s in range(0, num_samples, chunk)
+    ]
+    return torch.cat(values).cpu()
+
+
+# --------------------------------------------------------------------------------------------------------
+# Whole-split statistics (Fig. 1, Table A1, Fig. A6A–B)
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class CaptionGeometry:
+    """Caption–caption similarity statistics of one set of captions (Fig. 1, Table A1, Fig. A6).
+
+    * ``mean_pairwise``: mean cosine over all pairs i ≠ j (Fig. 1a, Fig. A6A);
+    * ``hardest_negative`` / ``hardest_negative_index``: per caption, the largest cosine to any *other*
+      caption and which caption that is (Fig. 1b); ``mean_hardest`` is its mean (Fig. A6B);
+    * ``pairwise_similarities``: cosines of unordered pairs for histograms (Fig. 1a). Every pair i < j in
+      row-major order when there are at most ``max_pairwise_values`` of them, else a uniform random sample of
+      that many pairs (``pairwise_is_sample`` says which);
+    * ``fraction_at_least[t]``: share of all pairs with cosine ≥ t, and ``bucket_fractions`` the composition
+      by hardness bucket (``"<0.8"``, ``"[0.8, 0.9)"``, ``">=0.9"`` for the default thresholds).
+    """
+
+    num_captions: int
+    mean_pairwise: float
+    hardest_negative: torch.Tensor
+    hardest_negative_index: torch.Tensor
+    mean_hardest: float
+    pairwise_similarities: torch.Tensor
+    pairwise_is_sample: bool
+    fraction_at_least: dict[float, float]
+    bucket_fractions: dict[str, float]
+
+    def as_dict(self) -> dict:
+        """The scalar statistics as plain Python numbers (JSON-ready; tensors are left out)."""
+        return {
+            "num_captions": self.num_captions,
+            "mean_pairwise": float(self.mean_pairwise),
+            "mean_hardest": float(self.mean_hardest),
+            "fraction_at_least": {f"{t:g}": float(v) for t, v in self.fraction_at_least.items()},
+            "bucket_fractions": {label: float(v) for label, v in self.bucket_fractions.items()},
+            "num_pairwise_values": int(self.pairwise_similarities.numel()),
+            "pairwise_is_sample": bool(self.pairwise_is_sample),
+        }
+
+
+@torch.no_grad()
+def caption_similarity_stats(
+    text_features: torch.Tensor,
+    buckets: Sequence[float] = DEFAULT_BUCKETS,
+    block_size: int = 1024,
+    max_pairwise_values: int = 1_000_000,
+    seed: int = 0,
+) -> CaptionGeometry:
+    """Mean pairwise and hardest-companion caption similarity of a whole split (§2.1, Fig. 1, Fig. A6A–C).
+
+    The paper's numbers for the pre-trained Long-CLIP-L text encoder on the test captions: mean pairwise
+    0.84 / 0.85 / 0.88 and mean hardest companion 0.93 / 0.92 / 0.94 on DOCCI / DCI / Urban-1K.
+
+    ``text_features`` are L2-normalised ``[N, D]`` rows (N ≥ 2). The cosine matrix is processed
+    ``block_size`` rows at a time; pair statistics use each unordered pair once, which by symmetry equals
+    the average over all ordered pairs i ≠ j. ``pairwise_similarities`` keeps every pair when
+    N(N−1)/2 ≤ ``max_pairwise_values``, otherwise ``max_pairwise_values`` pairs drawn uniformly (with
+    replacement, ``seed``) so that histograms of 10k-caption splits stay a few MB. ``buckets`` are the
+    hardness thresholds of Fig. A6C.
+    """
+    features = _check_features(text_features)
+    thresholds = _check_thresholds(buckets)
+    n = features.shape[0]
+    num_pairs = n * (n - 1) // 2
+    keep_every_pair = num_pairs <= max_pairwise_values
+
+    pair_sum = torch.zeros((), dtype=torch.float64)
+    count_at_least = [0] * len(thresholds)
+    hardest_values, hardest_indices, kept_pairs = [], [], []
+    for rows, block in _similarity_blocks(features, block_size):
+        pairs = block[_columns_after_row(rows, n)]
+        pair_sum += pairs.sum(dtype=torch.float64).cpu()
+        for k, threshold in enumerate(thresholds):
+            count_at_least[k] += int((pairs >= threshold).sum())
+        if keep_every_pair:
+            kept_pairs.append(pairs.cpu())
+        hardest = _hide_self_similarity(block, rows).max(dim=1)
+        hardest_values.append(hardest.values.cpu())
+        hardest_indices.append(hardest.indices.cpu())
+
+    if keep_every_pair:
+        pair_values = torch.cat(kept_pairs)
+    else:
+        pair_values = _sample_pair_similarities(features, max_pairwise_values, seed)
+    hardest_negative = torch.cat(hardest_values)
+    fraction_at_least, bucket_fractions = _composition(count_at_least, num_pairs, thresholds)
+    return CaptionGeometry(
+        num_captions=n,
+        mean_pairwise=float(pair_sum / num_pairs),
+        hardest_negative=hardest_negative,
+        hardest_negative_index=torch.cat(hardest_indices),
+        mean_hardest=float(hardest_negative.double().mean()),
+        pairwise_similarities=pair_values,
+        pairwise_is_sample=not keep_every_pair,
+        fraction_at_least=fraction_at_least,
+        bucket_fractions=bucket_fractions,
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# One batch (Fig. A5) and in-batch negatives (Fig. A6C)
+# --------------------------------------------------------------------------------------------------------
+
+
+def _random_batch_indices(n: int, batch_size: int, generator: torch.Generator) -> torch.Tensor:
+    return torch.randperm(n, generator=generator)[:batch_size]
+
+
+@torch.no_grad()
+def batch_caption_matrix(
+    text_features: torch.Tensor, batch_size: int = 8, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ḡ of one random batch: the matrix HN-CLIP adds (scaled by γ) to the logits (App. A.2, Fig. A5).
+
+    Returns ``(indices, matrix)``: the ``batch_size`` caption indices drawn without replacement (in draw
+    order, deterministic given ``seed``) and their ``[B, B]`` caption-similarity matrix with the diagonal
+    masked to 0, built by :func:`hnclip_core.losses.caption_margin` with γ = 1, exactly as the loss builds it.
+    The paper's B = 8 batches have off-diagonal means 0.82–0.84 on all four benchmarks
+    (:func:`off_diagonal_mean`).
+    """
+    features = _check_features(text_features)
+    if batch_size > features.shape[0]:
+        raise ValueError(f"batch_size {batch_size} exceeds the number of captions {features.shape[0]}")
+    indices = _random_batch_indices(features.shape[0], batch_size, torch.Generator().manual_seed(seed))
+    batch = features[indices.to(features.device)]
+    return indices, caption_margin(batch, batch, gamma=1.0).cpu()
+
+
+def off_diagonal_mean(matrix: torch.Tensor) -> float:
+    """Mean of a square matrix's off-diagonal entries (the statistic quoted for Fig. A5)."""
+    size = matrix.shape[0]
+    off_diagonal = ~torch.eye(size, dtype=torch.bool, device=matrix.device)
+    return float(matrix[off_diagonal].double().mean())
+
+
+@dataclass(frozen=True)
+class InBatchHardness:
+    """Composition of in-batch negatives by hardness bucket (Fig. A6C).
+
+    ``num_negatives`` counts (query, negative) pairs: B·(B−1) per batch, every caption of a batch being a
+    negative of every other one.
+    """
+
+    batch_size: int
+    num_batches: int
+    num_negatives: int
+    fraction_at_least: dict[float, float]
+    bucket_fractions: dict[str, float]
+
+    def as_dict(self) -> dict:
+        return {
+            "batch_size": self.batch_size,
+            "num_batches": self.num_batches,
+            "num_negatives": self.num_negatives,
+            "fraction_at_least": {f"{t:g}": float(v) for t, v in self.fraction_at_least.items()},
+            "bucket_fractions": {label: float(v) for label, v in self.bucket_fractions.items()},
+        }
+
+
+def _epoch_batches(n: int, batch_size: int, num_batches: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
+    """Batches as a shuffling loader with ``drop_last`` gives them, reshuffling when an epoch runs out."""
+    produced = 0
+    while produced < num_batches:
+        order = torch.randperm(n, generator=generator)
+        for start in range(0, n - batch_size + 1, batch_size):
+            if produced == num_batches:
+                return
+            yield order[start : start + batch_size]
+            produced += 1
+
+
+@torch.no_grad()
+def in_batch_hardness(
+    text_features: torch.Tensor,
+    batch_size: int = 128,
+    num_batches: int | None = None,
+    seed: int = 0,
+    buckets: Sequence[float] = DEFAULT_BUCKETS,
+) -> InBatchHardness:
+    """How hard the negatives a caption actually meets in a batch are (App. A.4, Fig. A6C).
+
+    Random batches of ``batch_size`` captions are drawn like a shuffling training loader with
+    ``drop_last`` (``num_batches`` defaults to one epoch, N // batch_size batches; more than that reshuffles);
+    in every batch each caption's B − 1 negatives are classified by their caption cosine into the buckets
+    ``< 0.8``, ``[0.8, 0.9)``, ``≥ 0.9``. With the pre-trained Long-CLIP-L encoder (effective batch 128) the paper
+    finds 86–99 % of in-batch negatives at Ḡ ≥ 0.8 across its four benchmarks; this differs from the all-pairs
+    fractions of :func:`caption_similarity_stats` only by sampling, but is the quantity the loss sees.
+    """
+    features = _check_features(text_features)
+    thresholds = _check_thresholds(buckets)
+    n = features.shape[0]
+    if not 2 <= batch_size <= n:
+        raise ValueError(f"batch_size must be between 2 and the number of captions ({n}), got {batch_size}")
+    num_batches = n // batch_size if num_batches is None else num_batches
+    if num_batches < 1:
+        raise ValueError(f"num_batches must be at least 1, got {num_batches}")
+
+    off_diagonal = ~torch.eye(batch_size, dtype=torch.bool, device=features.device)
+    count_at_least = [0] * len(thresholds)
+    generator = torch.Generator().manual_seed(seed)
+    for indices in _epoch_batches(n, batch_size, num_batches, generator):
+        batch = features[indices.to(features.device)]
+        negatives = (batch @ batch.t())[off_diagonal]
+        for k, threshold in enumerate(thresholds):
+            count_at_least[k] += int((negatives >= threshold).sum())
+    num_negatives = num_batches * batch_size * (batch_size - 1)
+    fraction_at_least, bucket_fractions = _composition(count_at_least, num_negatives, thresholds)
+    return InBatchHardness(batch_size, num_batches, num_negatives, fraction_at_least, bucket_fractions)
+
+
+# --------------------------------------------------------------------------------------------------------
+# What near-duplicates look like (App. A.3, Fig. A1–A4)
+# --------------------------------------------------------------------------------------------------------
+
+
+def content_words(caption: str) -> list[str]:
+    """The caption's distinct content words in order of first appearance.
+
+    Lowercased, split at anything that is not a letter or digit (so punctuation is stripped and "car's"
+    gives "car"), without :data:`STOPWORDS` and without single letters.
+    """
+    words = re.findall(r"[^\W_]+", caption.lower())
+    kept = (w for w in words if w not in STOPWORDS and not (len(w) == 1 and w.isalpha()))
+    return list(dict.fromkeys(kept))
+
+
+def shared_content_words(caption_a: str, caption_b: str) -> list[str]:
+    """Content words that occur in both captions, in order of first appearance in ``caption_a``
+    (the words Fig. A1–A4 highlight)."""
+    in_b = set(content_words(caption_b))
+    return [word for word in content_words(caption_a) if word in in_b]
+
+
+@dataclass(frozen=True)
+class NearDuplicate:
+    """Captions ``i`` and ``j`` with cosine ``similarity``, and their content words split three ways."""
+
+    i: int
+    j: int
+    similarity: float
+    shared_words: tuple[str, ...]
+    only_in_i: tuple[str, ...]
+    only_in_j: tuple[str, ...]
+
+
+def _describe_pair(i: int, j: int, similarity: float, captions: Sequence[str]) -> NearDuplicate:
+    words_i, words_j = content_words(captions[i]), content_words(captions[j])
+    set_i, set_j = set(words_i), set(words_j)
+    return NearDuplicate(
+        i=i,
+        j=j,
+        similarity=similarity,
+        shared_words=tuple(w for w in words_i if w in set_j),
+        only_in_i=tuple(w for w in words_i if w not in set_j),
+        only_in_j=tuple(w for w in words_j if w not in set_i),
+    )
+
+
+def _most_similar_pairs(features: torch.Tensor, top: int, block_size: int) -> list[tuple[int, int, float]]:
+    """The ``top`` most similar unordered pairs (i < j), found block by block with a running top-k."""
+    n = features.shape[0]
+    best_values = torch.empty(0)
+    best_pairs = torch.empty(0, 2, dtype=torch.long)
+    for rows, block in _similarity_blocks(features, block_size):
+        upper = _columns_after_row(rows, n)
+        candidates = block.masked_fill(~upper, float("-inf")).flatten()
+        k = min(top, int(upper.sum()))
+        if k == 0:
+            continue
+        values, flat = candidates.topk(k)
+        pairs = torch.stack([rows[flat // n], flat % n], dim=1).cpu()
+        best_values = torch.cat([best_values, values.cpu()])
+        best_pairs = torch.cat([best_pairs, pairs])
+        keep = best_values.topk(min(top, len(best_values))).indices
+        best_values, best_pairs = best_values[keep], best_pairs[keep]
+    found = [(int(i), int(j), float(v)) for (i, j), v in zip(best_pairs.tolist(), best_values.tolist(), strict=True)]
+    return sorted(found, key=lambda pair: (-pair[2], pair[0], pair[1]))
+
+
+def _pairs_near_quantile(features: torch.Tensor, top: int, quantile: float, block_size: int):
+    """Queries whose hardest-companion cosine lies closest to its ``quantile``, each with that companion.
+
+    A pair that two queries would both contribute (each the other's hardest companion) is listed once.
+    """
+    geometry = caption_similarity_stats(features, block_size=block_size, max_pairwise_values=0)
+    hardest, companion = geometry.hardest_negative, geometry.hardest_negative_index
+    target = torch.quantile(hardest.double(), quantile).float()
+    closest_first = torch.argsort((hardest - target).abs(), stable=True)
+    chosen, seen = [], set()
+    for query in closest_first.tolist():
+        other = int(companion[query])
+        if frozenset((query, other)) in seen:
+            continue
+        seen.add(frozenset((query, other)))
+        chosen.append((query, other, float(hardest[query])))
+        if len(chosen) == top:
+            break
+    return sorted(chosen, key=lambda pair: (-pair[2], pair[0], pair[1]))
+
+
+@torch.no_grad()
+def near_duplicate_pairs(
+    text_features: torch.Tensor,
+    captions: Sequence[str],
+    top: int = 10,
+    quantile: float | None = None,
+    block_size: int = 1024,
+) -> list[NearDuplicate]:
+    """Near-duplicate caption pairs with the content words they share (App. A.3, Fig. A1–A4).
+
+    Without ``quantile``: the ``top`` most similar pairs of the whole set, each unordered pair once with
+    i < j. With ``quantile`` (the paper uses 0.9): the ``top`` captions whose hardest-companion cosine is
+    closest to that quantile of the hardest-companion distribution, each paired with its hardest companion
+    (i = query, j = companion) — "striking but not extreme"; the paper's DOCCI/DCI/Urban-1K examples reach
+    0.93–0.97. Either way the list is sorted by decreasing similarity.
+    """
+    features = _check_features(text_features)
+    if len(captions) != features.shape[0]:
+        raise ValueError(f"{len(captions)} captions for {features.shape[0]} feature rows")
+    if top < 1:
+        raise ValueError(f"top must be at least 1, got {top}")
+    if quantile is None:
+        pairs = _most_similar_pairs(features, top, block_size)
+    else:
+        if not 0.0 <= quantile <= 1.0:
+            raise ValueError(f"quantile must lie in [0, 1], got {quantile}")
+        pairs = _pairs_near_quantile(features, top, quantile, block_size)
+    return [_describe_pair(i, j, similarity, captions) for i, j, similarity in pairs]
