@@ -163,29 +163,31 @@ def _composition(
     count_at_least: Sequence[int], total: int, thresholds: tuple[float, ...]
 ) -> tuple[dict[float, float], dict[str, float]]:
     """Fractions at or above each threshold, and the composition by bucket (which sums to one)."""
-    at_least = [count / total for count in count_at_least]
-    bucket_sizes = [1.0 - at_least[0]]
-    bucket_sizes += [low - high for low, high in pairwise(at_least)]
-    bucket_sizes.append(at_least[-1])
-    fraction_at_least = dict(zip(thresholds, at_least, strict=True))
-    return fraction_at_least, dict(zip(_bucket_labels(thresholds), bucket_sizes, strict=True))
+    bucket_counts = [total - count_at_least[0]]
+    bucket_counts += [low - high for low, high in pairwise(count_at_least)]
+    bucket_counts.append(count_at_least[-1])
+    fraction_at_least = {t: count / total for t, count in zip(thresholds, count_at_least, strict=True)}
+    labels = _bucket_labels(thresholds)
+    bucket_fractions = {label: count / total for label, count in zip(labels, bucket_counts, strict=True)}
+    return fraction_at_least, bucket_fractions
 
 
-def _sample_pair_similarities(features: torch.Tensor, num_samples: int, seed: int, chunk: int = 65536) -> torch.Tensor:
-    """Cosines of ``num_samples`` pairs (i, j), i ≠ j, drawn uniformly with replacement (deterministic per seed)."""
-    n = features.shape[0]
-    if num_samples == 0:
-        return torch.empty(0)
+def _draw_pairs(n: int, num_samples: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``num_samples`` pairs (i, j), i ≠ j, drawn uniformly with replacement (deterministic per seed)."""
     generator = torch.Generator().manual_seed(seed)
     first = torch.randint(0, n, (num_samples,), generator=generator)
     second = torch.randint(0, n - 1, (num_samples,), generator=generator)
-    second = second + (second >= first).long()  # skip i itself: uniform over the other n − 1 captions
-    first, second = first.to(features.device), second.to(features.device)
-    values = [
-        (features[first[s : s + chunk]] * features[second[s : s + chunk]]).sum(dim=-1)
-        for s in range(0, num_samples, chunk)
-    ]
-    return torch.cat(values).cpu()
+    return first, second + (second >= first).long()  # skip i itself: uniform over the other n − 1 captions
+
+
+def _fill_sampled_pairs(
+    values: torch.Tensor, block: torch.Tensor, rows: torch.Tensor, first: torch.Tensor, second: torch.Tensor
+) -> None:
+    """Copy into ``values`` the cosines of the sampled pairs (first, second) whose row lies in this block."""
+    start = int(rows[0])
+    in_block = (first >= start) & (first < start + len(rows))
+    local_rows, columns = (first[in_block] - start).to(block.device), second[in_block].to(block.device)
+    values[in_block] = block[local_rows, columns].cpu()
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -256,9 +258,15 @@ def caption_similarity_stats(
     num_pairs = n * (n - 1) // 2
     keep_every_pair = num_pairs <= max_pairwise_values
 
+    if keep_every_pair:
+        kept_pairs = []
+    else:  # a fixed-size sample, filled in block by block
+        sample_first, sample_second = _draw_pairs(n, max_pairwise_values, seed)
+        sampled_pairs = torch.empty(max_pairwise_values)
+
     pair_sum = torch.zeros((), dtype=torch.float64)
     count_at_least = [0] * len(thresholds)
-    hardest_values, hardest_indices, kept_pairs = [], [], []
+    hardest_values, hardest_indices = [], []
     for rows, block in _similarity_blocks(features, block_size):
         pairs = block[_columns_after_row(rows, n)]
         pair_sum += pairs.sum(dtype=torch.float64).cpu()
@@ -266,14 +274,13 @@ def caption_similarity_stats(
             count_at_least[k] += int((pairs >= threshold).sum())
         if keep_every_pair:
             kept_pairs.append(pairs.cpu())
+        else:
+            _fill_sampled_pairs(sampled_pairs, block, rows, sample_first, sample_second)
         hardest = _hide_self_similarity(block, rows).max(dim=1)
         hardest_values.append(hardest.values.cpu())
         hardest_indices.append(hardest.indices.cpu())
 
-    if keep_every_pair:
-        pair_values = torch.cat(kept_pairs)
-    else:
-        pair_values = _sample_pair_similarities(features, max_pairwise_values, seed)
+    pair_values = torch.cat(kept_pairs) if keep_every_pair else sampled_pairs
     hardest_negative = torch.cat(hardest_values)
     fraction_at_least, bucket_fractions = _composition(count_at_least, num_pairs, thresholds)
     return CaptionGeometry(
@@ -294,10 +301,6 @@ def caption_similarity_stats(
 # --------------------------------------------------------------------------------------------------------
 
 
-def _random_batch_indices(n: int, batch_size: int, generator: torch.Generator) -> torch.Tensor:
-    return torch.randperm(n, generator=generator)[:batch_size]
-
-
 @torch.no_grad()
 def batch_caption_matrix(
     text_features: torch.Tensor, batch_size: int = 8, seed: int = 0
@@ -313,7 +316,7 @@ def batch_caption_matrix(
     features = _check_features(text_features)
     if batch_size > features.shape[0]:
         raise ValueError(f"batch_size {batch_size} exceeds the number of captions {features.shape[0]}")
-    indices = _random_batch_indices(features.shape[0], batch_size, torch.Generator().manual_seed(seed))
+    indices = torch.randperm(features.shape[0], generator=torch.Generator().manual_seed(seed))[:batch_size]
     batch = features[indices.to(features.device)]
     return indices, caption_margin(batch, batch, gamma=1.0).cpu()
 

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +45,13 @@ MARGIN_SOURCES = ("recomputed", "frozen")
 STATE_FILE = "training_state.pt"
 
 
+def _option(default, help: str):
+    """A config field with its command-line help text."""
+    if isinstance(default, tuple):
+        return field(default_factory=lambda: default, metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
 class TrainingDiverged(FloatingPointError):
     """The loss became NaN or infinite; the last good training state is kept on disk."""
 
@@ -54,36 +61,55 @@ class TrainConfig:
     """Everything a fine-tuning run depends on. Field names are the command line's ``--options``."""
 
     # model and data
-    checkpoint: str | None = None  #: Long-CLIP-format file; None = the embedded toy Long-CLIP
-    dataset: str = "synthetic"
-    data_root: str | None = None
-    train_split: str = "train"
-    eval_split: str = "test"
-    train_fraction: float = 1.0  #: share of the training pairs used (same subset for every method per seed)
+    checkpoint: str | None = _option(
+        None,
+        "Long-CLIP-format checkpoint (longclip-L.pt, longclip-B.pt, ...); default: the embedded toy "
+        "Long-CLIP",
+    )
+    dataset: str = _option("synthetic", "benchmark name: docci, dci, long-dci, urban1k, vg or synthetic")
+    data_root: str | None = _option(None, "folder holding the benchmark (not needed for synthetic)")
+    train_split: str = _option("train", "split to fine-tune on")
+    eval_split: str = _option("test", "split to evaluate on every epoch")
+    train_fraction: float = _option(
+        1.0,
+        "share of the training pairs used; the same subset for every method at a given seed (Fig. "
+        "6)",
+    )
     # objective (Eq. 1–3, Table 3)
-    objective: str = "hn+tok"
-    gamma: float = 0.5
-    token_weight: float = 1.0  #: λ of Eq. 3
-    margin_source: str = "recomputed"  #: Ḡ from the live encoder, or "frozen" (initial text encoder, Table 3c)
+    objective: str = _option("hn+tok", "clip (Eq. 1), tok (Eq. 1 + L_tok), hn (Eq. 2) or hn+tok (Eq. 3, HN-CLIP)")
+    gamma: float = _option(0.5, "boost strength γ of Eq. 2")
+    token_weight: float = _option(1.0, "λ of Eq. 3, the weight of L_tok")
+    margin_source: str = _option(
+        "recomputed",
+        "Ḡ from the live text encoder (recomputed) or from a frozen copy of the initial one "
+        "(frozen, Table 3c)",
+    )
     # optimisation (§3.1, App. D.1)
-    lr: float = 2e-6
-    weight_decay: float = 0.01
-    warmup_steps: int = 10
-    epochs: int = 10
-    micro_batch_size: int = 16
-    accumulation_steps: int = 8
-    accumulation: str = "naive"
+    lr: float = _option(2e-6, "AdamW learning rate (paper: 2e-6)")
+    weight_decay: float = _option(0.01, "AdamW weight decay (Long-CLIP's 0.01; none on the positional table)")
+    warmup_steps: int = _option(10, "linear warm-up optimizer steps before the cosine decay")
+    epochs: int = _option(10, "fine-tuning epochs (paper: 10)")
+    micro_batch_size: int = _option(16, "pairs per forward pass (paper: 16)")
+    accumulation_steps: int = _option(8, "micro-batches per optimizer step (paper: 8, effective batch 128)")
+    accumulation: str = _option(
+        "naive",
+        "naive (each micro-batch its own contrastive batch) or cached (the full effective batch's "
+        "negatives)",
+    )
     # run
-    seed: int = 0
-    device: str = "auto"
-    eval_batch_size: int = 64
-    eval_ks: tuple[int, ...] = DEFAULT_KS
-    num_workers: int = 0
-    output_dir: str | None = None
-    resume: bool = False
-    save_state: bool = True
-    monitor_every: int = 0  #: gradient diagnostics every k optimizer steps (0 = off), §2.4
-    progress: bool | None = None  #: tqdm bars; None = only when stderr is a terminal
+    seed: int = _option(0, "seed of initialisation, data subset and batch order")
+    device: str = _option("auto", "auto (cuda, mps, cpu), or a torch device name")
+    eval_batch_size: int = _option(64, "batch size of the evaluation encoder pass")
+    eval_ks: tuple[int, ...] = _option(DEFAULT_KS, "Recall@K ranks reported")
+    num_workers: int = _option(0, "DataLoader worker processes for image decoding")
+    output_dir: str | None = _option(
+        None,
+        "where history.json/.csv and the training state go (nothing is written if unset)",
+    )
+    resume: bool = _option(False, "continue the run in output_dir from its last completed epoch")
+    save_state: bool = _option(True, "write the training state after every epoch (needed for resume)")
+    monitor_every: int = _option(0, "gradient diagnostics of §2.4 every k optimizer steps (0 = off)")
+    progress: bool | None = _option(None, "show progress bars (default: only on a terminal)")
 
     def __post_init__(self):
         Objective(self.objective, self.gamma, self.token_weight)  # validates the name

@@ -1,0 +1,80 @@
+"""Command line: ``python -m hnclip_core {train,pretrain-toy}`` (also installed as ``hnclip``).
+
+``train`` maps every :class:`~hnclip_core.train.TrainConfig` field onto an option, so the paper's main
+experiment on real files is one command::
+
+    python -m hnclip_core train --checkpoint longclip-L.pt --dataset docci --data-root /data/docci \\
+        --objective hn+tok --output-dir runs/docci-hnclip
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+import typing
+from pathlib import Path
+
+from .train import TrainConfig
+
+
+def _add_config_options(parser: argparse.ArgumentParser) -> None:
+    hints = typing.get_type_hints(TrainConfig)
+    for field in dataclasses.fields(TrainConfig):
+        option = "--" + field.name.replace("_", "-")
+        hint = hints[field.name]
+        default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+        help_text = field.metadata.get("help", "") + f" (default: {default})"
+        if hint in (bool, bool | None):
+            parser.add_argument(option, action=argparse.BooleanOptionalAction, default=default, help=help_text)
+        elif field.name == "eval_ks":
+            parser.add_argument(option, type=int, nargs="+", default=list(default), metavar="K", help=help_text)
+        else:
+            kinds = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
+            parser.add_argument(
+                option, type=kinds[0], default=default, metavar=kinds[0].__name__.upper(), help=help_text
+            )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m hnclip_core", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress messages")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train_parser = commands.add_parser("train", help="fine-tune and evaluate (defaults: the paper's recipe)")
+    _add_config_options(train_parser)
+
+    toy = commands.add_parser("pretrain-toy", help="build the embedded toy Long-CLIP (cached)")
+    toy.add_argument("--output", default=None, help="checkpoint path (default: the cache directory)")
+    toy.add_argument("--force", action="store_true", help="rebuild even if the cached checkpoint exists")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    if args.command == "train":
+        from .train import train
+
+        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
+        results = train(TrainConfig.from_dict(values))
+        summary = {key: results[key] for key in ("zero_shot", "best", "last")}
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+        return 0
+    if args.command == "pretrain-toy":
+        from .toy import pretrain_toy, toy_checkpoint_path
+
+        path = Path(args.output) if args.output else toy_checkpoint_path()
+        if path.is_file() and not args.force:
+            print(f"toy Long-CLIP already at {path} (use --force to rebuild)")
+            return 0
+        print(pretrain_toy(path, progress=sys.stderr.isatty()))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
