@@ -8,7 +8,9 @@
    (Long-CLIP's initialisation), and training continues on long captions written in a *different* voice
    (``dense-alt``) about other random scenes — as Long-CLIP's ShareGPT4V data differs from DOCCI.
 
-The result is saved with :func:`~hnclip_core.longclip.save_longclip` and read back only through
+The CLIP-stage model is kept beside the result (``…-clip-stage.pt``, 77 positions, also loadable
+with ``load_longclip``) so the two stages can be compared. The result is saved with
+:func:`~hnclip_core.longclip.save_longclip` and read back only through
 :func:`~hnclip_core.longclip.load_longclip`, so the tutorial runs the real checkpoint path. The
 pretraining scenes come from seeds disjoint from the fine-tuning benchmark's and contain no
 near-duplicate families; the benchmark itself (``SyntheticConfig()``, ``dense`` captions) is never seen.
@@ -47,7 +49,14 @@ from .longclip import (
 )
 from .losses import clip_loss
 
-__all__ = ["ToyRecipe", "TOY_ARCHITECTURE", "toy_checkpoint_path", "ensure_toy_model", "pretrain_toy"]
+__all__ = [
+    "ToyRecipe",
+    "TOY_ARCHITECTURE",
+    "toy_checkpoint_path",
+    "clip_stage_checkpoint_path",
+    "ensure_toy_model",
+    "pretrain_toy",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +73,11 @@ class ToyRecipe:
 
     seed: int = 0
     clip_scenes: int = 6000
-    clip_epochs: int = 12
+    clip_epochs: int = 6
     clip_lr: float = 1e-3
-    long_scenes: int = 3000
-    long_epochs: int = 6
+    clip_logit_scale: float | None = 100.0  #: initial s of the CLIP stage; None = open_clip's 1/0.07
+    long_scenes: int = 2560
+    long_epochs: int = 10
     long_lr: float = 2e-4
     long_logit_scale: float = 100.0
     batch_size: int = 128
@@ -84,6 +94,12 @@ class ToyRecipe:
 def toy_checkpoint_path(recipe: ToyRecipe | None = None) -> Path:
     recipe = recipe or ToyRecipe()
     return cache_dir() / "toy" / f"toy-longclip-{recipe.digest()}.pt"
+
+
+def clip_stage_checkpoint_path(path: str | Path) -> Path:
+    """Where the 77-token CLIP-stage model is kept next to the final toy checkpoint."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}-clip-stage{path.suffix}")
 
 
 def _scene_data(recipe: ToyRecipe, stage_seed: int, scenes: int, style: str, preprocess, tokenizer):
@@ -148,12 +164,16 @@ def pretrain_toy(path: str | Path | None = None, recipe: ToyRecipe | None = None
 
     # Stage 1: CLIP from scratch on short captions, context 77.
     model = build_clip(TOY_ARCHITECTURE)
+    if recipe.clip_logit_scale is not None:
+        with torch.no_grad():
+            model.logit_scale.fill_(math.log(recipe.clip_logit_scale))
     short_tokenizer = open_clip.SimpleTokenizer(context_length=TOY_ARCHITECTURE.context_length)
     images, tokens = _scene_data(recipe, 10_000 + recipe.seed, recipe.clip_scenes, "short", preprocess, short_tokenizer)
     clip_losses = _train_stage(
         model, images, tokens, recipe.clip_epochs, recipe.clip_lr, recipe, recipe.seed, "toy CLIP stage", progress
     )
     clip_seconds = time.perf_counter() - started
+    clip_stage_path = save_longclip(model.eval(), clip_stage_checkpoint_path(path))
 
     # Stage 2: stretch to 248 positions and train on long captions of other scenes, s reset to 100.
     long_model = build_clip(dataclasses.replace(TOY_ARCHITECTURE, context_length=LONG_CONTEXT))
@@ -181,6 +201,7 @@ def pretrain_toy(path: str | Path | None = None, recipe: ToyRecipe | None = None
             "final_loss": long_losses[-1],
             "losses": long_losses,
         },
+        "clip_stage_checkpoint": str(clip_stage_path),
         "logit_scale": long_model.logit_scale.exp().item(),
         "parameters": sum(p.numel() for p in long_model.parameters()),
     }
