@@ -18,11 +18,11 @@ $(STAMP): $(BIN)/python pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/ruff check hnclip_core tests
+	$(BIN)/ruff check hnclip_core tests benchmarks
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check hnclip_core tests
+	$(BIN)/ruff check hnclip_core tests benchmarks
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,4 +1,4 @@
-"""Command line: ``python -m hnclip_core {train,pretrain-toy}`` (also installed as ``hnclip``).
+"""Command line: ``python -m hnclip_core {train,pretrain-toy,calibrate}`` (also installed as ``hnclip``).
 
 ``train`` maps every :class:`~hnclip_core.train.TrainConfig` field onto an option, so the paper's main
 experiment on real files is one command::
@@ -49,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     toy = commands.add_parser("pretrain-toy", help="build the embedded toy Long-CLIP (cached)")
     toy.add_argument("--output", default=None, help="checkpoint path (default: the cache directory)")
     toy.add_argument("--force", action="store_true", help="rebuild even if the cached checkpoint exists")
+    calibrate = commands.add_parser(
+        "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (four checks)"
+    )
+    calibrate.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    calibrate.add_argument("--objectives", nargs="+", default=["clip", "hn+tok"])
+    calibrate.add_argument("--monitor-every", type=int, default=3, help="gradient measurement interval (steps)")
+    calibrate.add_argument("--output", default="results/calibration.json")
     return parser
 
 
@@ -72,6 +79,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"toy Long-CLIP already at {path} (use --force to rebuild)")
             return 0
         print(pretrain_toy(path, progress=sys.stderr.isatty()))
+        return 0
+    if args.command == "calibrate":
+        from .calibration import run_calibration
+        from .toy import toy_train_config
+
+        results = run_calibration(
+            toy_train_config(), tuple(args.seeds), args.output, tuple(args.objectives), args.monitor_every,
+            progress=sys.stderr.isatty(),
+        )
+        json.dump(results["checks"], sys.stdout, indent=2, default=float)
+        print()
         return 0
     return 2
 
