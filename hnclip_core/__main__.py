@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--objectives", nargs="+", default=["clip", "hn+tok"])
     calibrate.add_argument("--monitor-every", type=int, default=3, help="gradient measurement interval (steps)")
     calibrate.add_argument("--output", default="results/calibration.json")
+    calibrate.add_argument(
+        "--recheck", action="store_true", help="only re-evaluate the checks of the runs recorded in --output"
+    )
     return parser
 
 
@@ -81,10 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         print(pretrain_toy(path, progress=sys.stderr.isatty()))
         return 0
     if args.command == "calibrate":
-        from .calibration import run_calibration
+        from .calibration import recheck, run_calibration
         from .toy import toy_train_config
 
-        results = run_calibration(
+        results = recheck(args.output) if args.recheck else run_calibration(
             toy_train_config(), tuple(args.seeds), args.output, tuple(args.objectives), args.monitor_every,
             progress=sys.stderr.isatty(),
         )

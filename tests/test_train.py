@@ -117,3 +117,12 @@ def test_config_validation():
         TrainConfig.from_dict({"learning_rate": 1e-3})
     with pytest.raises(ValueError, match="resume needs"):
         TrainConfig(resume=True)
+
+
+def test_nan_loss_stops_training_and_names_the_step(tiny_checkpoint, tiny_benchmark, tmp_path, monkeypatch):
+    def nan_losses(*args, **kwargs):
+        yield torch.tensor(float("nan"), requires_grad=True)
+
+    monkeypatch.setattr(train_module, "accumulated_losses", nan_losses)
+    with pytest.raises(train_module.TrainingDiverged, match=r"epoch 1, optimizer step 0"):
+        train(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path, epochs=1))
