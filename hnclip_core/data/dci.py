@@ -45,7 +45,7 @@ import json
 import logging
 from pathlib import Path, PurePosixPath
 
-from .pairs import ImageCaptionPair, layout_error
+from .pairs import ImageCaptionPair, layout_error, require_images
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def load_dci_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
         log.warning(
             "DCI %s: skipped %d repeated images and %d empty captions", split, duplicates, empty
         )
-    _require_images("DCI", root, pairs, EXPECTED_LAYOUT)
+    require_images("DCI", root, pairs, EXPECTED_LAYOUT)
     log.info("DCI %s: %d pairs", split, len(pairs))
     return pairs
 
@@ -151,7 +151,7 @@ def load_long_dci_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
         log.warning(
             "Long-DCI test: skipped %d of %d annotations with an empty extra_caption", empty, len(files)
         )
-    _require_images("Long-DCI", root, pairs, LONG_DCI_EXPECTED_LAYOUT)
+    require_images("Long-DCI", root, pairs, LONG_DCI_EXPECTED_LAYOUT)
     log.info("Long-DCI test: %d pairs from %d annotation files", len(pairs), len(files))
     return pairs
 
@@ -189,13 +189,3 @@ def _read_json(path: Path, name: str, root: Path, expected_layout: str):
     except json.JSONDecodeError as err:
         raise layout_error(name, root, f"{path}: not valid JSON ({err})", expected_layout) from err
 
-
-def _require_images(name: str, root: Path, pairs: list[ImageCaptionPair], expected_layout: str) -> None:
-    missing = [p.image_path for p in pairs if not p.image_path.is_file()]
-    if missing:
-        raise layout_error(
-            name,
-            root,
-            f"{len(missing)} of {len(pairs)} image files missing, first: {missing[0]}",
-            expected_layout,
-        )

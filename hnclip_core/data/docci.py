@@ -30,7 +30,7 @@ import json
 import logging
 from pathlib import Path
 
-from .pairs import ImageCaptionPair, layout_error
+from .pairs import ImageCaptionPair, layout_error, require_images
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def load_docci_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
             f"no rows with split in {wanted} in {DESCRIPTIONS_FILE} (split values found: {found})",
             EXPECTED_LAYOUT,
         )
-    _require_images(root, pairs)
+    require_images(NAME, root, pairs, EXPECTED_LAYOUT)
     log.info("DOCCI %s: %d pairs", split, len(pairs))
     return pairs
 
@@ -120,13 +120,3 @@ def _read_descriptions(root: Path) -> list[dict]:
             rows.append(row)
     return rows
 
-
-def _require_images(root: Path, pairs: list[ImageCaptionPair]) -> None:
-    missing = [p.image_path for p in pairs if not p.image_path.is_file()]
-    if missing:
-        raise layout_error(
-            NAME,
-            root,
-            f"{len(missing)} of {len(pairs)} image files missing, first: {missing[0]}",
-            EXPECTED_LAYOUT,
-        )

@@ -38,6 +38,15 @@ def layout_error(name: str, root: Path, problem: str, expected_layout: str) -> D
     )
 
 
+def require_images(name: str, root: Path, pairs: Sequence[ImageCaptionPair], expected_layout: str) -> None:
+    """Fail early, naming the first missing file, if any selected image is not on disk."""
+    missing = [p.image_path for p in pairs if not p.image_path.is_file()]
+    if missing:
+        raise layout_error(
+            name, root, f"{len(missing)} of {len(pairs)} image files missing, first: {missing[0]}", expected_layout
+        )
+
+
 def count_truncated(captions: Sequence[str], tokenizer) -> int:
     """How many captions do not fit the tokenizer's context (they will be cut and given an end token).
 

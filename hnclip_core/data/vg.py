@@ -28,7 +28,7 @@ import json
 import logging
 from pathlib import Path
 
-from .pairs import ImageCaptionPair, layout_error
+from .pairs import ImageCaptionPair, layout_error, require_images
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def load_vg_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
     without_paragraph = len(split_ids - kept_ids)
     if without_paragraph:
         log.warning("VG %s: %d split ids have no usable paragraph", split, without_paragraph)
-    _require_images(root, pairs)
+    require_images(NAME, root, pairs, EXPECTED_LAYOUT)
     log.info("VG %s: %d pairs", split, len(pairs))
     return pairs
 
@@ -123,13 +123,3 @@ def _read_paragraphs(root: Path, path: Path) -> list[dict]:
         )
     return records
 
-
-def _require_images(root: Path, pairs: list[ImageCaptionPair]) -> None:
-    missing = [p.image_path for p in pairs if not p.image_path.is_file()]
-    if missing:
-        raise layout_error(
-            NAME,
-            root,
-            f"{len(missing)} of {len(pairs)} image files missing, first: {missing[0]}",
-            EXPECTED_LAYOUT,
-        )
