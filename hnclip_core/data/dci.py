@@ -188,4 +188,3 @@ def _read_json(path: Path, name: str, root: Path, expected_layout: str):
             return json.load(file)
     except json.JSONDecodeError as err:
         raise layout_error(name, root, f"{path}: not valid JSON ({err})", expected_layout) from err
-

@@ -119,4 +119,3 @@ def _read_descriptions(root: Path) -> list[dict]:
                 )
             rows.append(row)
     return rows
-

@@ -122,4 +122,3 @@ def _read_paragraphs(root: Path, path: Path) -> list[dict]:
             EXPECTED_LAYOUT,
         )
     return records
-
