@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .cache import cache_dir
-from .data.synthetic import SyntheticConfig, generate_examples
+from .data.synthetic import SyntheticConfig, iter_examples
 from .features import encode_texts
 from .longclip import (
     LONG_CONTEXT,
@@ -124,10 +124,11 @@ def _scene_data(recipe: ToyRecipe, stage_seed: int, scenes: int, style: str, pre
         image_size=TOY_ARCHITECTURE.image_size, min_objects=recipe.min_objects, max_objects=recipe.max_objects,
         caption_style=style,
     )
-    examples = generate_examples(config, "train")
-    images = torch.stack([preprocess(example.image) for example in examples])
-    tokens = tokenizer([example.caption for example in examples])
-    return images, tokens
+    images, captions = [], []
+    for example in iter_examples(config, "train"):  # one at a time: only tensors and captions are kept
+        images.append(preprocess(example.image))
+        captions.append(example.caption)
+    return torch.stack(images), tokenizer(captions)
 
 
 def _train_stage(model, images, tokens, epochs, lr, recipe: ToyRecipe, seed: int, desc: str, progress: bool):

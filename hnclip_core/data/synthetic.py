@@ -59,7 +59,7 @@ import os
 import shutil
 import statistics
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -749,10 +749,11 @@ def build_example(
     )
 
 
-def generate_examples(config: SyntheticConfig, split: str) -> list[SyntheticExample]:
-    """All examples of ``split``, family by family (members of a family are consecutive)."""
+def iter_examples(config: SyntheticConfig, split: str) -> Iterator[SyntheticExample]:
+    """The examples of ``split`` one at a time, family by family (members of a family are consecutive);
+    use it instead of :func:`generate_examples` to keep memory flat for large splits."""
     check_split(split)
-    examples: list[SyntheticExample] = []
+    count = 0
     for family_index in range(config.num_families(split)):
         # Draw order (membership, base scene, templates, edits) keeps a family's base scene and
         # templates independent of family_size.
@@ -763,9 +764,13 @@ def generate_examples(config: SyntheticConfig, split: str) -> list[SyntheticExam
         family = [(base, None), *sample_edits(base, members - 1, rng)]
         family_id = f"{split}_f{family_index:04d}"
         for scene, changed_detail in family:
-            example_id = f"{split}_{len(examples):05d}"
-            examples.append(build_example(example_id, family_id, scene, changed_detail, template_choice, config))
-    return examples
+            yield build_example(f"{split}_{count:05d}", family_id, scene, changed_detail, template_choice, config)
+            count += 1
+
+
+def generate_examples(config: SyntheticConfig, split: str) -> list[SyntheticExample]:
+    """All examples of ``split``, family by family (members of a family are consecutive)."""
+    return list(iter_examples(config, split))
 
 
 # ----------------------------------------------------------------------------------------------------
