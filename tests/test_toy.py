@@ -32,9 +32,10 @@ def test_micro_recipe_builds_a_long_clip_checkpoint(tmp_path):
     stretched = stretch_positional_embedding(stage1)
     assert stretched.shape == stage2.shape and not torch.equal(stage2[KEEP_POSITIONS:], stretched[KEEP_POSITIONS:])
 
-    again = pretrain_toy(tmp_path / "again.pt", MICRO, progress=False)
+    again = pretrain_toy(tmp_path / "again.pt", MICRO, progress=False, low_memory=True)
     first, second = torch.load(path, weights_only=True), torch.load(again, weights_only=True)
-    assert all(torch.equal(first[k], second[k]) for k in first)  # deterministic on the CPU
+    # deterministic on the CPU, and gradient checkpointing (low_memory) does not change a bit
+    assert all(torch.equal(first[k], second[k]) for k in first)
 
 
 def test_cache_path_depends_on_recipe(monkeypatch, tmp_path):
