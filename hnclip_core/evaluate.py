@@ -13,7 +13,10 @@ from tqdm.auto import tqdm
 
 from .features import encode_images, encode_texts
 
-__all__ = ["encode_dataset", "recall_at_k", "ranks_of_ground_truth", "mean_recall", "DEFAULT_KS"]
+__all__ = [
+    "DEFAULT_KS", "encode_dataset", "mean_recall", "rank_changes", "ranks_of_ground_truth", "recall_at_k",
+    "retrieval_examples", "top_k_images",
+]
 
 #: The ranks the paper reports (Tables 1–3 use 1/5/10, the appendix tables add 25/50).
 DEFAULT_KS = (1, 5, 10, 25, 50)
@@ -102,3 +105,59 @@ def recall_at_k(
 def mean_recall(recalls: dict[str, dict[int, float]], k: int = 1) -> float:
     """Average of the two directions' Recall@k, the "average R@1" of the paper's Fig. 5."""
     return (recalls["t2i"][k] + recalls["i2t"][k]) / 2
+
+
+@torch.no_grad()
+def top_k_images(
+    image_features: torch.Tensor, text_features: torch.Tensor, queries: Sequence[int], k: int = 5
+) -> torch.Tensor:
+    """Indices of the ``k`` best-scoring images for each query caption in ``queries``: ``[len(queries), k]``.
+
+    The qualitative view of text→image retrieval (the paper's Fig. 3 / A10); best first, ties broken by index.
+    """
+    images = F.normalize(image_features.float(), dim=-1)
+    texts = F.normalize(text_features.float(), dim=-1)[list(queries)]
+    scores = texts @ images.t()
+    order = torch.sort(scores, dim=1, descending=True, stable=True).indices
+    return order[:, :k]
+
+
+def rank_changes(ranks_before: torch.Tensor, ranks_after: torch.Tensor, best: int = 2, worst: int = 1) -> dict:
+    """How the ground truth's rank moved between two models, per query (for an honest qualitative figure).
+
+    Returns counts of queries that improved / worsened / stayed, the ``best`` queries with the largest
+    improvement and the ``worst`` with the largest deterioration (ties broken by query index).
+    """
+    delta = ranks_before.long() - ranks_after.long()  # > 0: the second model ranks the ground truth higher
+    order = torch.argsort(-delta, stable=True)
+    return {
+        "improved": int((delta > 0).sum()),
+        "worsened": int((delta < 0).sum()),
+        "unchanged": int((delta == 0).sum()),
+        "best": [int(q) for q in order[:best] if delta[q] > 0],
+        "worst": [int(q) for q in order.flip(0)[:worst] if delta[q] < 0],
+    }
+
+
+def retrieval_examples(
+    features: dict[str, tuple[torch.Tensor, torch.Tensor]], baseline: str, method: str,
+    best: int = 2, worst: int = 1, k: int = 5,
+) -> dict:
+    """Text→image examples comparing two models (Fig. 3 / A10), chosen by rule, not by hand.
+
+    ``features`` maps a model label to its ``(image_features, text_features)`` of the same test set. The
+    queries are the ``best`` with the largest rank gain of ``method`` over ``baseline`` and the ``worst``
+    with the largest loss, so the figure shows both sides. Returns ``queries``, ``titles``, ``changes``
+    (see :func:`rank_changes`), and per model ``ranks`` and ``top`` (top-``k`` gallery indices).
+    """
+    ranks = {label: ranks_of_ground_truth(*pair)[0] for label, pair in features.items()}
+    changes = rank_changes(ranks[baseline], ranks[method], best, worst)
+    queries = changes["best"] + changes["worst"]
+    titles = [f"{method} gains most" for _ in changes["best"]] + [f"{method} loses most" for _ in changes["worst"]]
+    return {
+        "queries": queries,
+        "titles": titles,
+        "changes": changes,
+        "ranks": {label: [int(r[q]) for q in queries] for label, r in ranks.items()},
+        "top": {label: top_k_images(*pair, queries, k).tolist() for label, pair in features.items()},
+    }

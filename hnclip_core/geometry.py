@@ -31,6 +31,7 @@ pairwise values returned for histograms are either every unordered pair (when th
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ __all__ = [
     "near_duplicate_pairs",
     "content_words",
     "shared_content_words",
+    "differing_phrases",
 ]
 
 #: Hardness thresholds of Fig. A6C: negatives are split into Ḡ < 0.8, 0.8 ≤ Ḡ < 0.9 and Ḡ ≥ 0.9.
@@ -521,3 +523,19 @@ def near_duplicate_pairs(
             raise ValueError(f"quantile must lie in [0, 1], got {quantile}")
         pairs = _pairs_near_quantile(features, top, quantile, block_size)
     return [_describe_pair(i, j, similarity, captions) for i, j, similarity in pairs]
+
+
+def differing_phrases(caption_a: str, caption_b: str) -> tuple[list[str], list[str]]:
+    """Where two captions differ, word by word: the phrases of ``caption_a`` and of ``caption_b`` that the
+    other caption does not have at that place (a word-level diff, so swapped positions and changed sizes
+    show even when both captions use the same words somewhere)."""
+    words_a, words_b = caption_a.split(), caption_b.split()
+    only_a, only_b = [], []
+    matcher = difflib.SequenceMatcher(a=words_a, b=words_b, autojunk=False)
+    for tag, a_start, a_end, b_start, b_end in matcher.get_opcodes():
+        if tag != "equal":
+            if a_end > a_start:
+                only_a.append(" ".join(words_a[a_start:a_end]))
+            if b_end > b_start:
+                only_b.append(" ".join(words_b[b_start:b_end]))
+    return only_a, only_b

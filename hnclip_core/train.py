@@ -70,6 +70,10 @@ class TrainConfig:
     data_root: str | None = _option(None, "folder holding the benchmark (not needed for synthetic)")
     train_split: str = _option("train", "split to fine-tune on")
     eval_split: str = _option("test", "split to evaluate on every epoch")
+    eval_dataset: str | None = _option(
+        None, "benchmark evaluated on, for transfer (e.g. vg → urban1k); default: the training dataset"
+    )
+    eval_data_root: str | None = _option(None, "folder of eval_dataset (default: data_root if eval_dataset is unset)")
     train_fraction: float = _option(
         1.0,
         "share of the training pairs used; the same subset for every method at a given seed (Fig. "
@@ -226,7 +230,11 @@ class _Run:
         train_pairs = load_pairs(config.dataset, config.data_root, config.train_split)
         subset = training_subset(len(train_pairs), config.train_fraction, config.seed).tolist()
         self.train_set = PairDataset([train_pairs[i] for i in subset], preprocess, tokenizer)
-        eval_pairs = load_pairs(config.dataset, config.data_root, config.eval_split)
+        eval_pairs = load_pairs(
+            config.eval_dataset or config.dataset,
+            config.eval_data_root or (config.data_root if config.eval_dataset is None else None),
+            config.eval_split,
+        )
         self.eval_set = PairDataset(eval_pairs, preprocess, tokenizer)
         if len(self.train_set) < config.effective_batch_size:
             raise ValueError(

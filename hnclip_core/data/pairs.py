@@ -26,6 +26,11 @@ class ImageCaptionPair:
     image_path: Path
     caption: str
 
+    def load_image(self) -> Image.Image:
+        """The image as an RGB PIL image, read fully into memory (the file is closed again)."""
+        with Image.open(self.image_path) as image:
+            return image.convert("RGB")
+
 
 class DatasetLayoutError(FileNotFoundError):
     """A dataset root, file or folder is missing or malformed; the message shows the expected layout."""

@@ -1,0 +1,293 @@
+"""What a notebook's ``parameters`` cell resolves to: model, data, output folder, and cached training runs.
+
+Every chapter notebook starts with the same few parameters (papermill's convention: one cell tagged
+``parameters``, derived values computed afterwards). :class:`Experiment` validates them with clear
+messages and turns them into the objects the chapter needs, so the notebooks hold narrative, not logic:
+
+* ``backbone="toy"`` is the embedded toy Long-CLIP (built once and cached, :mod:`hnclip_core.toy`);
+  anything else is the path of a Long-CLIP-format checkpoint such as ``longclip-L.pt``. Both go through
+  :func:`~hnclip_core.longclip.load_longclip`.
+* ``dataset``/``data_root`` name a benchmark of :mod:`hnclip_core.data` (``synthetic`` needs no root);
+  ``eval_dataset`` evaluates on another one (the paper's VG → Urban-1K transfer setting).
+* ``lr=None`` means the backbone's recipe: the paper's 2e-6 for a real checkpoint (§3.1), the toy's
+  calibrated 2e-4 (:data:`hnclip_core.toy.TOY_FINETUNE`) for the toy.
+* :meth:`Experiment.run` is the *load-or-train* pattern: a training run is stored under
+  ``output_dir/runs/<objective>-<hash of its configuration>/`` and a later call with the same configuration
+  (from the same or another notebook) reads its results instead of training again. An interrupted run is
+  resumed from its last completed epoch.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import json
+import os
+import types
+import typing
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import torch
+
+from .data import DATASETS, SPLITS, PairDataset, load_pairs
+from .evaluate import encode_dataset
+from .longclip import load_longclip
+from .plots import save_figure
+from .train import STATE_FILE, TrainConfig, resolve_device, train
+
+__all__ = ["Experiment", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "run_directory"]
+
+#: Environment variable naming the output folder when a notebook's ``output_dir`` parameter is None.
+OUTPUT_DIR_VARIABLE = "HNCLIP_OUTPUT_DIR"
+#: Fine-tuning learning rate of the paper's recipe (§3.1, App. D.1).
+PAPER_LR = 2e-6
+#: TrainConfig fields that do not change what a run computes (left out of the run's identity).
+_NOT_IDENTITY = ("output_dir", "resume", "progress", "device", "num_workers", "eval_batch_size", "save_state")
+
+
+def _config_identity(config: TrainConfig) -> dict:
+    values = {k: v for k, v in asdict(config).items() if k not in _NOT_IDENTITY}
+    values["eval_ks"] = list(values["eval_ks"])
+    return values
+
+
+def run_directory(runs_dir: str | Path, config: TrainConfig) -> Path:
+    """``runs_dir/<objective>-<12 hex digits of the configuration's hash>``: one folder per distinct run."""
+    identity = json.dumps(_config_identity(config), sort_keys=True)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+    return Path(runs_dir) / f"{config.objective.replace('+', '_')}-{digest}"
+
+
+def _type_name(hint) -> str:
+    return " or ".join(t.__name__ for t in typing.get_args(hint)) if typing.get_args(hint) else hint.__name__
+
+
+def _matches(value, hint) -> bool:
+    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    for kind in allowed:
+        if kind is type(None) and value is None:
+            return True
+        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+        if kind is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if kind in (str, bool) and isinstance(value, kind):
+            return True
+    return False
+
+
+@dataclass
+class Experiment:
+    """A notebook's parameters, validated, with the model, data and runs they describe.
+
+    Field names are the notebooks' parameter names; see the module docstring for their meaning.
+    """
+
+    backbone: str = "toy"
+    dataset: str = "synthetic"
+    data_root: str | None = None
+    eval_dataset: str | None = None
+    eval_data_root: str | None = None
+    device: str = "auto"
+    seed: int = 0
+    epochs: int = 3
+    lr: float | None = None
+    micro_batch_size: int = 16
+    accumulation_steps: int = 8
+    accumulation: str = "naive"
+    train_fraction: float = 1.0
+    output_dir: str | None = None
+    progress: bool = True
+    _models: dict = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self):
+        hints = typing.get_type_hints(Experiment)
+        for f in dataclasses.fields(self):
+            if f.init and not _matches(getattr(self, f.name), hints[f.name]):
+                raise TypeError(
+                    f"parameter {f.name!r} must be {_type_name(hints[f.name])}, "
+                    f"got {getattr(self, f.name)!r} ({type(getattr(self, f.name)).__name__})"
+                )
+        for name, root, root_name in (
+            (self.dataset, self.data_root, "data_root"),
+            (self.eval_dataset, self.eval_data_root, "eval_data_root"),
+        ):
+            if name is not None and name not in DATASETS:
+                raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
+            if name not in (None, "synthetic") and root is None:
+                raise ValueError(f"dataset {name!r} needs {root_name}, the folder holding it")
+        if self.backbone != "toy" and not Path(self.backbone).expanduser().is_file():
+            raise FileNotFoundError(
+                f"backbone {self.backbone!r} is neither 'toy' nor an existing checkpoint file "
+                "(e.g. the path of longclip-L.pt)"
+            )
+        TrainConfig.from_dict(self._training_fields())  # TrainConfig's own checks, without building the toy
+
+    @classmethod
+    def from_parameters(cls, parameters: dict) -> Experiment:
+        """Build from a mapping (e.g. a papermill parameter dict), naming unknown keys and the valid ones."""
+        valid = [f.name for f in dataclasses.fields(cls) if f.init]
+        unknown = sorted(set(parameters) - set(valid))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown}; valid: {valid}")
+        return cls(**parameters)
+
+    # ------------------------------------------------------------------ resolved values
+    @cached_property
+    def output_path(self) -> Path:
+        """``output_dir``, else ``$HNCLIP_OUTPUT_DIR``, else ``runs/notebooks`` in the working directory."""
+        chosen = self.output_dir or os.environ.get(OUTPUT_DIR_VARIABLE) or "runs/notebooks"
+        path = Path(chosen).expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @cached_property
+    def checkpoint(self) -> Path:
+        """The Long-CLIP-format checkpoint: the cached toy (pretrained on first use) or ``backbone``."""
+        if self.backbone == "toy":
+            from .toy import ensure_toy_model
+
+            return ensure_toy_model(progress=self.progress)
+        return Path(self.backbone).expanduser()
+
+    @property
+    def is_toy(self) -> bool:
+        return self.backbone == "toy"
+
+    @property
+    def torch_device(self) -> torch.device:
+        return resolve_device(self.device)
+
+    @property
+    def learning_rate(self) -> float:
+        if self.lr is not None:
+            return self.lr
+        if self.is_toy:
+            from .toy import TOY_FINETUNE
+
+            return TOY_FINETUNE["lr"]
+        return PAPER_LR
+
+    @property
+    def eval_name(self) -> str:
+        return self.eval_dataset or self.dataset
+
+    # ------------------------------------------------------------------ model and data
+    def load_model(self, checkpoint: str | Path | None = None):
+        """``(model, preprocess, tokenizer)`` of ``checkpoint`` (default: the backbone), in eval mode, cached."""
+        path = Path(checkpoint) if checkpoint is not None else self.checkpoint
+        if path not in self._models:
+            model, preprocess, tokenizer = load_longclip(path, device=self.torch_device)
+            self._models[path] = (model.eval(), preprocess, tokenizer)
+        return self._models[path]
+
+    def load_trained_model(self, result: dict):
+        """The fine-tuned model of a :meth:`run` result (its last epoch), as ``(model, preprocess, tokenizer)``."""
+        state_path = Path(result["run_dir"]) / STATE_FILE
+        if not state_path.is_file():
+            raise FileNotFoundError(f"{state_path} is missing: the run was made with save_state=False")
+        model, preprocess, tokenizer = load_longclip(self.checkpoint, device=self.torch_device)
+        state = torch.load(state_path, map_location=self.torch_device, weights_only=True)
+        model.load_state_dict(state["model"])
+        return model.eval(), preprocess, tokenizer
+
+    def pairs(self, split: str = "test", evaluation: bool = True):
+        """Image–caption pairs of the evaluation (default) or training dataset."""
+        name = self.eval_name if evaluation else self.dataset
+        root = (self.eval_data_root if self.eval_dataset else self.data_root) if evaluation else self.data_root
+        if split not in SPLITS[name]:
+            raise ValueError(f"dataset {name!r} has splits {SPLITS[name]}, not {split!r}")
+        return load_pairs(name, root, split)
+
+    def dataset_of(self, split: str = "test", checkpoint: str | Path | None = None) -> PairDataset:
+        """A :class:`PairDataset` of the evaluation split, preprocessed for ``checkpoint``'s model."""
+        _, preprocess, tokenizer = self.load_model(checkpoint)
+        return PairDataset(self.pairs(split), preprocess, tokenizer)
+
+    def first_training_batch(self, size: int | None = None, checkpoint: str | Path | None = None):
+        """Features of the first micro-batch the trainer would draw (epoch 1, this seed): a real training batch.
+
+        Returns ``(image_features, text_features, logit_scale)`` of ``checkpoint``'s model (default: the
+        backbone), L2-normalised, for the first ``size`` (default: ``micro_batch_size``) pairs of the batch.
+        """
+        from .train import epoch_batches, training_subset
+
+        model, preprocess, tokenizer = self.load_model(checkpoint)
+        train_pairs = load_pairs(self.dataset, self.data_root, "train")
+        subset = training_subset(len(train_pairs), self.train_fraction, self.seed).tolist()
+        order = epoch_batches(len(subset), self.micro_batch_size * self.accumulation_steps, self.seed, 1)[0]
+        chosen = [train_pairs[subset[i]] for i in order[: size or self.micro_batch_size].tolist()]
+        images, texts = encode_dataset(model, PairDataset(chosen, preprocess, tokenizer), device=self.torch_device,
+                                       progress=False)
+        return images, texts, model.logit_scale.exp().item()
+
+    # ------------------------------------------------------------------ training runs
+    def _training_fields(self) -> dict:
+        return {
+            "dataset": self.dataset,
+            "data_root": self.data_root,
+            "eval_dataset": self.eval_dataset,
+            "eval_data_root": self.eval_data_root,
+            "device": self.device,
+            "seed": self.seed,
+            "epochs": self.epochs,
+            "lr": self.learning_rate,
+            "micro_batch_size": self.micro_batch_size,
+            "accumulation_steps": self.accumulation_steps,
+            "accumulation": self.accumulation,
+            "train_fraction": self.train_fraction,
+            "progress": self.progress,
+        }
+
+    def train_config(self, **overrides) -> TrainConfig:
+        """The :class:`TrainConfig` of these parameters; ``overrides`` are further TrainConfig fields.
+
+        The checkpoint is always a path (for the toy: the cached file, whose name carries the recipe's hash),
+        so a run's identity changes when the toy recipe does.
+        """
+        values = {"checkpoint": str(self.checkpoint), **self._training_fields()}
+        return TrainConfig.from_dict({**values, **overrides})
+
+    def run(self, **overrides) -> dict:
+        """Train (or load the stored result of) one configuration; returns :func:`~hnclip_core.train.train`'s
+        result plus ``run_dir``. ``overrides`` are :class:`TrainConfig` fields, e.g. ``objective="clip"``."""
+        config = self.train_config(**overrides)
+        run_dir = run_directory(self.output_path / "runs", config)
+        stored = run_dir / "history.json"
+        if stored.is_file():
+            result = json.loads(stored.read_text())
+            stored_identity = {k: v for k, v in result["config"].items() if k not in _NOT_IDENTITY}
+            if result["last"]["epoch"] == config.epochs and stored_identity == _config_identity(config):
+                return {**result, "run_dir": str(run_dir)}
+        resume = (run_dir / STATE_FILE).is_file()
+        result = train(dataclasses.replace(config, output_dir=str(run_dir), resume=resume))
+        return {**result, "run_dir": str(run_dir)}
+
+    @staticmethod
+    def gradient_measurements(result: dict) -> list[dict]:
+        """The gradient monitor's rows of a run made with ``monitor_every`` (its ``gradient_measurements.csv``)."""
+        path = Path(result["run_dir"]) / "gradient_measurements.csv"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing: was the run made with monitor_every > 0?")
+        with open(path, newline="") as handle:
+            return list(csv.DictReader(handle))
+
+    # ------------------------------------------------------------------ outputs
+    def save_figure(self, fig, name: str) -> Path:
+        """Write ``fig`` as ``output_dir/figures/<name>.png``."""
+        return save_figure(fig, self.output_path / "figures", name)
+
+    def save_json(self, name: str, data) -> Path:
+        """Write ``data`` as ``output_dir/<name>.json`` (what the results notebook collects)."""
+        path = self.output_path / f"{name}.json"
+        path.write_text(json.dumps(data, indent=2, default=float))
+        return path
+
+    def load_json(self, name: str):
+        path = self.output_path / f"{name}.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} does not exist yet: run the notebook that writes {name}.json first")
+        return json.loads(path.read_text())

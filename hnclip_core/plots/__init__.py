@@ -1,0 +1,32 @@
+"""The replication's figures, one module per notebook chapter.
+
+Every function draws one figure from plain numbers (the outputs of :mod:`hnclip_core`'s analysis
+functions) and returns a :class:`matplotlib.figure.Figure` built without pyplot, so nothing needs closing
+and a notebook shows it exactly once with ``display(fig)``; :func:`save_figure` writes it as PNG next to
+the run's results.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+#: Colours used for the same method in every figure.
+METHOD_COLOURS = {
+    "zero-shot": "#7f7f7f",
+    "clip": "#1f77b4",
+    "tok": "#17becf",
+    "hn": "#ff7f0e",
+    "hn+tok": "#d62728",
+}
+
+
+def save_figure(fig: Figure, directory: str | Path | None, name: str, dpi: int = 120) -> Path | None:
+    """Write ``fig`` to ``directory/name.png`` (folders created); nothing is written if ``directory`` is None."""
+    if directory is None:
+        return None
+    path = Path(directory) / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    return path

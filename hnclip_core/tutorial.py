@@ -1,0 +1,164 @@
+"""Run the whole tutorial headless: ``python -m hnclip_core.tutorial`` (what ``make tutorial`` calls).
+
+Builds the embedded toy Long-CLIP if it is not cached yet, then executes the chapter notebooks in order
+with papermill into one folder::
+
+    runs/tutorial/
+        notebooks/01_caption_geometry.ipynb ...   the executed chapters
+        figures/*.png                             every figure, as PNG
+        geometry.json, saturation.json, ...       each chapter's results (chapter 5 reads them)
+        runs/<objective>-<hash>/                  the training runs (history.json/csv, training state)
+        tutorial_summary.json                     seconds and peak kernel memory per chapter
+
+All chapters share that ``output_dir`` and run with ``interactive=False``. ``-p NAME VALUE`` sets a
+parameter in every chapter that has it (e.g. ``-p backbone /data/longclip-L.pt -p dataset docci
+-p data_root /data/docci``); values are read as Python literals where possible, else kept as strings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import logging
+import resource
+import sys
+import time
+from pathlib import Path
+
+from .batch import notebook_parameters, parameter_type_problem
+
+__all__ = ["run_tutorial", "chapter_notebooks", "main"]
+
+DEFAULT_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def chapter_notebooks(folder: str | Path = DEFAULT_NOTEBOOKS) -> list[Path]:
+    """The chapter notebooks of ``folder`` in reading order (their names start with the chapter number)."""
+    notebooks = sorted(p for p in Path(folder).glob("[0-9][0-9]_*.ipynb"))
+    if not notebooks:
+        raise FileNotFoundError(f"no chapter notebooks (NN_name.ipynb) in {folder}")
+    return notebooks
+
+
+def _check_overrides(notebooks: list[Path], overrides: dict) -> dict[Path, dict]:
+    """Per notebook, the overrides it accepts; an unknown name or a wrong type is an error."""
+    accepted: dict[Path, dict] = {}
+    known: set[str] = set()
+    problems = []
+    for notebook in notebooks:
+        defaults = notebook_parameters(notebook)
+        known.update(defaults)
+        accepted[notebook] = {}
+        for name, value in overrides.items():
+            if name in defaults:
+                problem = parameter_type_problem(name, value, defaults[name])
+                if problem:
+                    problems.append(f"{notebook.name}: {problem}")
+                accepted[notebook][name] = value
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        problems.append(f"unknown parameter(s) {unknown}; the chapters' parameters are: {', '.join(sorted(known))}")
+    if problems:
+        raise ValueError("\n".join(problems))
+    return accepted
+
+
+def _peak_child_memory_mb() -> float:
+    """Largest resident set of any finished child process so far (the notebook kernels), in MB."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def run_tutorial(
+    output_dir: str | Path = "runs/tutorial",
+    notebooks_dir: str | Path = DEFAULT_NOTEBOOKS,
+    overrides: dict | None = None,
+    kernel: str = "python3",
+    progress: bool = True,
+) -> dict:
+    """Execute every chapter in order; returns (and writes) the per-chapter seconds and peak memory.
+
+    Stops at the first failing chapter (later chapters read its results) and re-raises papermill's error,
+    which names the failing cell; the partially executed notebook is kept for inspection.
+    """
+    import papermill
+
+    overrides = dict(overrides or {})
+    output = Path(output_dir).resolve()
+    notebooks = chapter_notebooks(notebooks_dir)
+    accepted = _check_overrides(notebooks, overrides)
+    if overrides.get("backbone", "toy") == "toy":
+        from .toy import ensure_toy_model
+
+        started = time.perf_counter()
+        ensure_toy_model(progress=progress)
+        toy_seconds = time.perf_counter() - started
+    else:
+        toy_seconds = 0.0
+    (output / "notebooks").mkdir(parents=True, exist_ok=True)
+    summary = {"output_dir": str(output), "overrides": overrides, "toy_seconds": toy_seconds, "chapters": []}
+    for notebook in notebooks:
+        parameters = {**accepted[notebook], "output_dir": str(output), "interactive": False}
+        started = time.perf_counter()
+        papermill.execute_notebook(
+            str(notebook), str(output / "notebooks" / notebook.name), parameters=parameters,
+            kernel_name=kernel, cwd=str(notebook.parent), progress_bar=progress,
+        )
+        chapter = {"notebook": notebook.name, "seconds": round(time.perf_counter() - started, 1),
+                   "peak_memory_mb_so_far": round(_peak_child_memory_mb())}
+        summary["chapters"].append(chapter)
+        print(f"{notebook.name}: {chapter['seconds']:.0f} s", file=sys.stderr)
+        (output / "tutorial_summary.json").write_text(json.dumps(summary, indent=2))
+    summary["seconds"] = round(toy_seconds + sum(c["seconds"] for c in summary["chapters"]), 1)
+    summary["peak_kernel_memory_mb"] = round(_peak_child_memory_mb())
+    (output / "tutorial_summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _literal(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def format_report(summary: dict) -> str:
+    """The short report printed at the end: timings, peak memory, and the chapter 3 recall table."""
+    from .report import recall_table
+
+    output = Path(summary["output_dir"])
+    lines = [f"tutorial finished in {summary['seconds'] / 60:.1f} min "
+             f"(toy model {summary['toy_seconds']:.0f} s; peak kernel memory {summary['peak_kernel_memory_mb']} MB)"]
+    lines += [f"  {c['notebook']}: {c['seconds']:.0f} s" for c in summary["chapters"]]
+    fine_tuning = output / "fine_tuning.json"
+    if fine_tuning.is_file():
+        runs = json.loads(fine_tuning.read_text())["runs"]
+        first = next(iter(runs.values()))
+        rows = {"zero-shot": first["zero_shot"], **{name: run["last"] for name, run in runs.items()}}
+        lines += ["", recall_table(rows)]
+    lines += ["", f"executed notebooks: {output / 'notebooks'}", f"figures: {output / 'figures'}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hnclip_core.tutorial", description=__doc__.splitlines()[0])
+    parser.add_argument("--output-dir", default="runs/tutorial", help="where everything is written")
+    parser.add_argument("--notebooks", default=str(DEFAULT_NOTEBOOKS), help="folder of the chapter notebooks")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                        help="set a parameter in every chapter that has it (repeatable)")
+    parser.add_argument("--kernel", default="python3")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    overrides = {name: _literal(value) for name, value in args.parameter}
+    try:
+        summary = run_tutorial(args.output_dir, args.notebooks, overrides, args.kernel, progress=not args.quiet)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_report(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

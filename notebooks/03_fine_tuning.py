@@ -1,0 +1,149 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 3 — Fine-tuning: InfoNCE vs HN-CLIP
+#
+# *Replicates Table 1, Fig. 3, Fig. 5, Fig. A9 and Fig. A10 of HN-CLIP (arXiv 2608.18521).*
+#
+# Chapters 1–2 showed that dense captions come with near-twins and that InfoNCE can stop learning before
+# it separates them. Here we fine-tune the same pre-trained model three ways and compare retrieval:
+#
+# * **zero-shot** — the pre-trained model as it is (the paper's "Long-CLIP" row);
+# * **InfoNCE** (`clip`, Eq. 1) — standard symmetric contrastive fine-tuning;
+# * **HN-CLIP** (`hn+tok`, Eq. 3) — the boosted loss L_HN of Eq. 2 (γḠ added to the negative logits) plus
+#   the FILIP token-level term L_tok with λ = 1.
+#
+# Everything else — data, batches, optimiser, schedule, seed — is identical; only the loss changes. The
+# paper's recipe (§3.1) is AdamW at lr 2e-6, cosine schedule with warm-up, effective batch 128 (16 × 8
+# gradient accumulation) and 10 epochs on Long-CLIP-L. The embedded default keeps the batch layout and
+# schedule, but uses the toy model's calibrated learning rate (2e-4, see `results/README.md`) and 3 epochs
+# so that the chapter runs in a few minutes on a laptop CPU.
+#
+# Runs are cached: a second execution with the same parameters reads the stored results instead of training
+# again (the run folders are under `output_dir/runs/`).
+
+# %% tags=["parameters"]
+backbone = "toy"  # "toy" or the path of a Long-CLIP checkpoint (longclip-L.pt)
+dataset = "synthetic"  # training benchmark: synthetic, docci, dci, long-dci or vg
+data_root = None  # its folder (not needed for synthetic)
+eval_dataset = None  # evaluate on another benchmark (e.g. "urban1k" after training on vg); None: dataset
+eval_data_root = None  # folder of eval_dataset
+device = "auto"
+seed = 0
+epochs = 3  # the paper trains 10
+lr = None  # None: 2e-6 (paper) for a real checkpoint, 2e-4 for the toy
+micro_batch_size = 16
+accumulation_steps = 8  # effective batch: micro_batch_size × accumulation_steps (128)
+accumulation = "naive"  # naive: each micro-batch is its own contrastive batch; cached: all 128 negatives
+train_fraction = 1.0
+baseline = "clip"  # the objective HN-CLIP is compared with
+method = "hn+tok"  # HN-CLIP (Eq. 3)
+output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks
+interactive = True  # progress bars; papermill batch runs pass False
+
+# %%
+#papermill_description=setup
+from IPython.display import Markdown, display
+
+from hnclip_core.evaluate import encode_dataset, retrieval_examples
+from hnclip_core.experiment import Experiment
+from hnclip_core.paper import DOCCI_RECALL, paper_mean_r1
+from hnclip_core.plots.training import plot_convergence, plot_retrievals, plot_training_losses
+from hnclip_core.report import recall_table
+
+exp = Experiment(
+    backbone=backbone, dataset=dataset, data_root=data_root, eval_dataset=eval_dataset,
+    eval_data_root=eval_data_root, device=device, seed=seed, epochs=epochs, lr=lr,
+    micro_batch_size=micro_batch_size, accumulation_steps=accumulation_steps, accumulation=accumulation,
+    train_fraction=train_fraction, output_dir=output_dir, progress=interactive,
+)
+print(f"train on {exp.dataset}, evaluate on {exp.eval_name}; lr {exp.learning_rate:g}, {epochs} epochs, "
+      f"effective batch {micro_batch_size * accumulation_steps} ({accumulation} accumulation)")
+
+# %% [markdown]
+# ## 1. Train both objectives
+# Each run evaluates Recall@K on the test split before training (epoch 0, the zero-shot model) and after
+# every epoch.
+
+# %%
+#papermill_description=train
+# NBVAL_IGNORE_OUTPUT
+results = {objective: exp.run(objective=objective) for objective in (baseline, method)}
+
+# %% [markdown]
+# ## 2. Retrieval after fine-tuning (Table 1 layout)
+# The last epoch of each run (no selection on the test split). The paper's DOCCI rows are shown for
+# orientation only: a different model, data set and scale.
+
+# %%
+rows = {"zero-shot": results[baseline]["zero_shot"]}
+rows.update({objective: results[objective]["last"] for objective in (baseline, method)})
+display(Markdown(recall_table(rows, paper=DOCCI_RECALL)))
+gain = results[method]["last"]["mean_r1"] - results[baseline]["last"]["mean_r1"]
+print(f"{method} − {baseline}: {gain:+.1f} average R@1 (paper, DOCCI: "
+      f"{paper_mean_r1('hn+tok') - paper_mean_r1('clip'):+.1f})")
+
+# %% [markdown]
+# ## 3. Convergence (Fig. 5, Fig. A9)
+# Average R@1 per epoch (left) and per retrieval direction (right). The paper's claim is that HN-CLIP leads
+# from the first epoch in both directions.
+
+# %%
+fig = plot_convergence(results)
+exp.save_figure(fig, "03_convergence")
+display(fig)
+
+# %% [markdown]
+# The training losses live on different scales — L_HN includes the margin γḠ, so it cannot fall to
+# InfoNCE's values — but the trend shows what each objective still has to work on:
+
+# %%
+fig = plot_training_losses(results)
+exp.save_figure(fig, "03_training_losses")
+display(fig)
+
+# %% [markdown]
+# ## 4. What changes in the ranking (Fig. 3, Fig. A10)
+# The paper shows DOCCI queries where the baseline ranks the ground truth far down, usually below a
+# near-twin's image, and HN-CLIP ranks it first. To stay honest we pick queries **by rule**: the two with
+# the largest rank gain of HN-CLIP over InfoNCE *and* the one with the largest loss. Ground truth is framed
+# in green.
+
+# %%
+#papermill_description=retrieval_examples
+# NBVAL_IGNORE_OUTPUT
+test_set = exp.dataset_of("test")
+features = {}
+for objective in (baseline, method):
+    model, _, _ = exp.load_trained_model(results[objective])
+    features[objective] = encode_dataset(model, test_set, device=exp.torch_device, progress=interactive)
+examples = retrieval_examples(features, baseline, method, best=2, worst=1, k=5)
+
+# %%
+changes = examples["changes"]
+print(f"ground-truth rank under {method} vs {baseline}: better for {changes['improved']} queries, "
+      f"worse for {changes['worsened']}, unchanged for {changes['unchanged']}")
+fig = plot_retrievals(examples, test_set.pairs)
+exp.save_figure(fig, "03_retrievals")
+display(fig)
+
+# %%
+print(exp.save_json("fine_tuning", {
+    "parameters": {"backbone": backbone, "dataset": dataset, "eval_dataset": exp.eval_name, "epochs": epochs,
+                   "lr": exp.learning_rate, "seed": seed, "accumulation": accumulation},
+    "runs": {objective: {k: results[objective][k] for k in ("zero_shot", "best", "last", "history", "run_dir")}
+             for objective in results},
+    "rank_changes": changes,
+}).name)
+
+# %% [markdown]
+# **Reading the results.** On the toy, HN-CLIP's advantage is real but small and varies with the seed
+# (`results/calibration.json`: +2.0 average R@1 over three seeds at 5 epochs, per seed +0.6 to +3.2). The
+# paper's mechanism needs InfoNCE to saturate, which the toy reproduces only partly — chapter 2 shows why.
+# Chapter 4 varies γ, the loss components and the source of Ḡ.

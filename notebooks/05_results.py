@@ -1,0 +1,103 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 5 — Results: what reproduces, side by side with the paper
+#
+# This chapter computes nothing new. It collects the results files written by chapters 1–4 (in
+# `output_dir`) and the project's committed measurements (in `results/`), and puts every number next to the
+# paper's. Run chapters 1–4 first (`make tutorial` runs all five in order).
+#
+# The honest headline is the calibration over three seeds (section 5): which of the paper's claims the
+# embedded toy reproduces, and which it does not.
+
+# %% tags=["parameters"]
+output_dir = None  # where chapters 1–4 wrote their results; None: $HNCLIP_OUTPUT_DIR or runs/notebooks
+results_dir = "../results"  # the project's committed results (calibration over 3 seeds)
+interactive = True  # unused here; kept so that every chapter takes the same switches
+
+# %%
+import json
+from pathlib import Path
+
+from IPython.display import Markdown, display
+
+from hnclip_core.experiment import Experiment
+from hnclip_core.paper import CAPTION_GEOMETRY, DOCCI_RECALL, SATURATION
+from hnclip_core.plots.training import plot_convergence
+from hnclip_core.report import checks_table, geometry_table, markdown_table, recall_table
+
+exp = Experiment(output_dir=output_dir, progress=False)
+geometry = exp.load_json("geometry")
+saturation = exp.load_json("saturation")
+fine_tuning = exp.load_json("fine_tuning")
+ablations = exp.load_json("ablations")
+calibration = json.loads((Path(results_dir) / "calibration.json").read_text())
+
+# %% [markdown]
+# ## 1. Caption geometry (chapter 1; §2.1, Table A1, Fig. A6)
+
+# %%
+display(Markdown(geometry_table({f"{geometry['dataset']} ({geometry['backbone']} text encoder)": geometry["geometry"]},
+                                CAPTION_GEOMETRY)))
+print(f"in-batch negatives with Ḡ ≥ 0.8 (B = {geometry['in_batch']['batch_size']}): "
+      f"{100 * geometry['in_batch']['fraction_at_least']['0.8']:.1f}% (paper: 86–99%)")
+
+# %% [markdown]
+# ## 2. Saturation (chapter 2; §2.4, Fig. 4)
+
+# %%
+rows = [[d["epoch"], f"{100 * d['solved_clip']:.0f}%", f"{100 * d['grad_zero_clip']:.0f}%",
+         f"{100 * (1 - d['solved_hn']):.0f}%", f"{d['median_grad_ratio']:.3g}"]
+        for d in saturation["dynamics"]["diagnostics"]]
+rows.append(["paper", f"{100 * SATURATION['solved_clip_first_epoch']:.0f}% (epoch 1)",
+             f"{100 * SATURATION['grad_zero_clip']:.0f}%", f"≥ {100 * SATURATION['active_hn_min']:.0f}%", "10²–10⁶"])
+display(Markdown(markdown_table(["epoch", "L_CLIP < 1e-3", "∇L_CLIP = 0", "L_HN ≥ 1e-3",
+                                 "median ‖∇L_HN‖/‖∇L_CLIP‖"], rows)))
+fp32 = saturation["thresholds"]["float32"]
+print(f"fp32 at s = {fp32['logit_scale']:g}, B = {fp32['batch_size']}: loss exactly 0 from Δ = "
+      f"{fp32['loss_zero_margin']:.3f}, negative's gradient exactly 0 from Δ = {fp32['negative_grad_zero_margin']:.3f}")
+
+# %% [markdown]
+# ## 3. Fine-tuning (chapter 3; Table 1, Fig. 5)
+
+# %%
+runs = fine_tuning["runs"]
+first = next(iter(runs.values()))
+rows = {"zero-shot": first["zero_shot"], **{objective: run["last"] for objective, run in runs.items()}}
+display(Markdown(recall_table(rows, paper=DOCCI_RECALL)))
+fig = plot_convergence(runs)
+exp.save_figure(fig, "05_convergence")
+display(fig)
+
+# %% [markdown]
+# ## 4. Ablations at tutorial scale (chapter 4; Table 3)
+
+# %%
+scale = ablations["scale"]
+print(f"scale: {100 * scale['train_fraction']:.0f}% of the training set, {scale['epochs']} epochs, seed {scale['seed']}")
+display(Markdown(recall_table({f"γ = {g}": r["last"] for g, r in ablations["gamma"].items()}, ks=(1,))))
+display(Markdown(recall_table({o: r["last"] for o, r in ablations["components"].items()}, ks=(1,))))
+display(Markdown(recall_table({f"Ḡ {s}": r["last"] for s, r in ablations["margin_source"].items()}, ks=(1,))))
+
+# %% [markdown]
+# ## 5. The headline: does the toy reproduce the paper's phenomenon? (3 seeds)
+# `results/calibration.json` is produced by `python -m hnclip_core calibrate --seeds 0 1 2` (InfoNCE and
+# HN-CLIP, 5 epochs each, gradient monitor on). Each claim has a threshold fixed before the runs.
+
+# %%
+display(Markdown(checks_table(calibration["checks"])))
+
+# %% [markdown]
+# **Summary.** The toy reproduces the *mechanism's* side of the paper — the boosted loss stays active while
+# InfoNCE's decays, its gradient is larger and positively aligned with InfoNCE's, and HN-CLIP beats InfoNCE
+# fine-tuning on average over three seeds (by a small, seed-dependent margin). It does not reproduce the
+# *saturation* itself (no batch below 10⁻³, no exactly-zero gradient), nor Long-CLIP-L's crowded caption
+# space (mean pairwise 0.55 vs 0.84). Chapter 2 explains the arithmetic; `results/README.md` lists the toy
+# recipes tried. On real Long-CLIP-L and DOCCI every chapter runs unchanged with `backbone` and `dataset`
+# set.

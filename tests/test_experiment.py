@@ -1,0 +1,111 @@
+"""Notebook parameters → Experiment: validation messages, the load-or-train run cache, and its helpers."""
+
+import json
+
+import pytest
+import torch
+
+from hnclip_core import experiment as experiment_module
+from hnclip_core.experiment import Experiment, run_directory
+from hnclip_core.train import TrainConfig
+
+
+def tiny_experiment(tiny_checkpoint, tiny_benchmark, tmp_path, **changes):
+    values = dict(
+        backbone=str(tiny_checkpoint), dataset="synthetic", data_root=str(tiny_benchmark), device="cpu",
+        epochs=1, lr=1e-3, micro_batch_size=4, accumulation_steps=4, output_dir=str(tmp_path / "out"),
+        progress=False,
+    )
+    values.update(changes)
+    return Experiment(**values)
+
+
+def test_parameters_are_validated_with_clear_messages(tiny_checkpoint, tmp_path):
+    with pytest.raises(TypeError, match=r"parameter 'epochs' must be int, got '3' \(str\)"):
+        Experiment(epochs="3")
+    with pytest.raises(TypeError, match="parameter 'seed' must be int, got True"):
+        Experiment(seed=True)
+    Experiment(lr=1)  # an int is a valid float
+    with pytest.raises(ValueError, match="unknown dataset 'docc'; choose one of docci, dci"):
+        Experiment(dataset="docc")
+    with pytest.raises(ValueError, match="dataset 'docci' needs data_root"):
+        Experiment(dataset="docci")
+    with pytest.raises(ValueError, match="dataset 'urban1k' needs eval_data_root"):
+        Experiment(eval_dataset="urban1k")
+    with pytest.raises(FileNotFoundError, match="neither 'toy' nor an existing checkpoint"):
+        Experiment(backbone=str(tmp_path / "longclip-L.pt"))
+    with pytest.raises(ValueError, match="train_fraction"):  # TrainConfig's own checks apply
+        Experiment(train_fraction=0.0)
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['gama'\]; valid: \['backbone'"):
+        Experiment.from_parameters({"gama": 0.5})
+
+
+def test_learning_rate_follows_the_backbone(tiny_checkpoint):
+    assert Experiment().learning_rate == 2e-4  # the toy's calibrated preset
+    assert Experiment(backbone=str(tiny_checkpoint)).learning_rate == 2e-6  # the paper's recipe
+    assert Experiment(backbone=str(tiny_checkpoint), lr=1e-5).learning_rate == 1e-5
+
+
+def test_output_dir_falls_back_to_the_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv(experiment_module.OUTPUT_DIR_VARIABLE, str(tmp_path / "from-env"))
+    assert Experiment().output_path == tmp_path / "from-env"
+    assert Experiment(output_dir=str(tmp_path / "given")).output_path == tmp_path / "given"
+
+
+def test_run_directory_depends_on_what_the_run_computes_only():
+    base = TrainConfig(checkpoint="a.pt", objective="hn")
+    assert run_directory("runs", base) == run_directory("runs", TrainConfig(checkpoint="a.pt", objective="hn",
+                                                                            progress=True, device="cpu"))
+    assert run_directory("runs", base) != run_directory("runs", TrainConfig(checkpoint="a.pt", objective="hn",
+                                                                            gamma=0.25))
+    assert run_directory("runs", base).name.startswith("hn-")
+
+
+def test_run_is_load_or_train_and_resumes_an_interrupted_run(tiny_checkpoint, tiny_benchmark, tmp_path, monkeypatch):
+    exp = tiny_experiment(tiny_checkpoint, tiny_benchmark, tmp_path)
+    first = exp.run(objective="hn")
+    assert [h["epoch"] for h in first["history"]] == [0, 1]
+
+    calls = []
+    real_train = experiment_module.train
+    monkeypatch.setattr(experiment_module, "train", lambda config: calls.append(config) or real_train(config))
+    again = exp.run(objective="hn")
+    assert calls == [] and again["history"] == first["history"]  # read back, not retrained
+
+    other = exp.run(objective="clip")  # another configuration trains, in its own folder
+    assert len(calls) == 1 and other["run_dir"] != first["run_dir"]
+
+    # An interrupted run (history.json of fewer epochs than asked, state on disk) is resumed.
+    longer = tiny_experiment(tiny_checkpoint, tiny_benchmark, tmp_path, epochs=2)
+    run_dir = run_directory(longer.output_path / "runs", longer.train_config(objective="hn"))
+    run_dir.mkdir(parents=True)
+    for name in ("history.json", "training_state.pt"):
+        (run_dir / name).write_bytes((experiment_module.Path(first["run_dir"]) / name).read_bytes())
+    state = torch.load(run_dir / "training_state.pt", weights_only=True)
+    state["config"]["epochs"] = 2
+    state["config"]["output_dir"] = str(run_dir)
+    torch.save(state, run_dir / "training_state.pt")
+    resumed = longer.run(objective="hn")
+    assert calls[-1].resume is True
+    assert [h["epoch"] for h in resumed["history"]] == [0, 1, 2]
+    assert resumed["history"][1] == first["history"][1]
+
+
+def test_trained_model_training_batch_and_measurements(tiny_checkpoint, tiny_benchmark, tmp_path):
+    exp = tiny_experiment(tiny_checkpoint, tiny_benchmark, tmp_path)
+    result = exp.run(objective="clip", monitor_every=1)
+    model, _, _ = exp.load_trained_model(result)
+    state = torch.load(f"{result['run_dir']}/training_state.pt", weights_only=True)["model"]
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in state.items())
+    rows = exp.gradient_measurements(result)
+    assert len(rows) == result["diagnostics"][0]["measurements"] and "loss_clip" in rows[0]
+
+    images, texts, scale = exp.first_training_batch()
+    assert images.shape == texts.shape and images.shape[0] == 4
+    assert scale == pytest.approx(100.0)
+    torch.testing.assert_close(images.norm(dim=-1), torch.ones(4))
+
+    path = exp.save_json("numbers", {"a": 1.5})
+    assert json.loads(path.read_text()) == {"a": 1.5} and exp.load_json("numbers") == {"a": 1.5}
+    with pytest.raises(FileNotFoundError, match="run the notebook that writes missing.json first"):
+        exp.load_json("missing")

@@ -1,0 +1,109 @@
+"""Tables (report.py) and the chapter figures of plots/geometry.py and plots/training.py on tiny inputs."""
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from hnclip_core.data.pairs import ImageCaptionPair
+from hnclip_core.evaluate import rank_changes, retrieval_examples, top_k_images
+from hnclip_core.geometry import caption_similarity_stats, differing_phrases, in_batch_hardness, near_duplicate_pairs
+from hnclip_core.paper import CAPTION_GEOMETRY, DOCCI_RECALL, paper_mean_r1
+from hnclip_core.plots import save_figure
+from hnclip_core.plots.geometry import (
+    near_twin_html,
+    plot_batch_matrix,
+    plot_caption_similarity,
+    plot_hardness_buckets,
+    plot_near_twins,
+)
+from hnclip_core.plots.training import plot_convergence, plot_metric_sweep, plot_retrievals, plot_training_losses
+from hnclip_core.report import checks_table, geometry_table, recall_table
+
+
+def metrics_row(epoch, value):
+    row = {"epoch": epoch, "mean_r1": value, "train_loss": 1.0 / (epoch + 1)}
+    for direction in ("t2i", "i2t"):
+        row.update({f"{direction}_r{k}": value + k for k in (1, 5, 10)})
+    return row
+
+
+def test_recall_table_layout_and_paper_rows():
+    table = recall_table({"clip": metrics_row(3, 30.04), "hn+tok": metrics_row(3, 32.46)}, paper=DOCCI_RECALL)
+    lines = table.splitlines()
+    assert lines[0] == "| method | T→I R@1 | T→I R@5 | T→I R@10 | I→T R@1 | I→T R@5 | I→T R@10 | avg R@1 |"
+    assert lines[2] == "| clip | 31.0 | 35.0 | 40.0 | 31.0 | 35.0 | 40.0 | 30.0 |"
+    assert lines[3].endswith("| 32.5 |")
+    assert "paper (DOCCI, Long-CLIP-L): hn+tok | 88.2 | 98.5 | 99.4 | 86.2 | 98.1 | 99.2 | 87.2 |" in table
+    assert paper_mean_r1("hn+tok") == pytest.approx((88.25 + 86.24) / 2)
+    only_r1 = recall_table({"a": metrics_row(1, 10.0)}, ks=(1,), paper={"x": {"t2i": (1, 2, 3), "i2t": (4, 5, 6)}})
+    assert only_r1.splitlines()[-1] == "| paper (DOCCI, Long-CLIP-L): x | 1.0 | 4.0 | 2.5 |"
+
+
+def test_geometry_and_checks_tables():
+    table = geometry_table({"ours": {"mean_pairwise": 0.5475, "mean_hardest": 0.98262}}, CAPTION_GEOMETRY)
+    assert "| ours | 0.547 | 0.983 |" in table and "| paper: DOCCI | 0.84 | 0.93 |" in table
+    checks = [{"check": "a", "value": 0.0, "passed": False},
+              {"check": "b", "value": {"mean_pairwise": 0.5}, "passed": True}]
+    assert checks_table(checks).splitlines()[2:] == ["| a | 0 | **not reproduced** |",
+                                                     "| b | mean_pairwise 0.500 | reproduced |"]
+
+
+def test_differing_phrases_is_a_word_level_diff():
+    a = "a large red star on the left and a small blue ring"
+    b = "a small red star on the left and a large blue ring"
+    assert differing_phrases(a, b) == (["large", "small"], ["small", "large"])
+    assert differing_phrases(a, a) == ([], [])
+
+
+def test_rank_changes_and_retrieval_examples():
+    before, after = torch.tensor([1, 5, 2, 9]), torch.tensor([1, 1, 4, 2])
+    assert rank_changes(before, after, best=2, worst=1) == {
+        "improved": 2, "worsened": 1, "unchanged": 1, "best": [3, 1], "worst": [2]}
+    eye = torch.eye(4)
+    assert top_k_images(eye, eye, [2, 0], k=2)[:, 0].tolist() == [2, 0]
+    shuffled = eye[[1, 0, 2, 3]]  # the "baseline" confuses captions 0 and 1
+    examples = retrieval_examples({"clip": (eye, shuffled), "hn": (eye, eye)}, "clip", "hn", best=2, worst=1, k=2)
+    assert examples["queries"] == [0, 1] and examples["ranks"]["hn"] == [1, 1]
+    assert examples["ranks"]["clip"] == [4, 4]  # ties count against the query
+    assert examples["titles"] == ["hn gains most"] * 2
+
+
+@pytest.fixture
+def pairs(tmp_path):
+    result = []
+    for i in range(4):
+        path = tmp_path / f"{i}.png"
+        Image.fromarray(np.full((8, 8, 3), 40 * i, dtype=np.uint8)).save(path)
+        result.append(ImageCaptionPair(path, f"a {'red' if i % 2 else 'blue'} square number {i} on the left"))
+    return result
+
+
+def test_every_chapter_figure_draws_and_saves(tmp_path, pairs):
+    torch.manual_seed(0)
+    features = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+    captions = [p.caption for p in pairs]
+    geometry = caption_similarity_stats(features)
+    twins = near_duplicate_pairs(features, captions, top=2)
+    figures = {
+        "similarity": (plot_caption_similarity(geometry, "tiny", CAPTION_GEOMETRY), 2),
+        "matrix": (plot_batch_matrix(features @ features.T, captions), 2),
+        "buckets": (plot_hardness_buckets({"in-batch": in_batch_hardness(features, batch_size=2),
+                                           "all": geometry.bucket_fractions}), 1),
+        "twins": (plot_near_twins(twins, [(pairs[t.i].load_image(), pairs[t.j].load_image()) for t in twins],
+                                  captions), 4),
+    }
+    history = [metrics_row(0, 20.0), metrics_row(1, 25.0)]
+    results = {"clip": {"history": history}, "hn+tok": {"history": history}}
+    eye = torch.eye(4)
+    examples = retrieval_examples({"clip": (eye, eye[[1, 0, 2, 3]]), "hn": (eye, eye)}, "clip", "hn", k=2)
+    figures["convergence"] = (plot_convergence(results), 2)
+    figures["losses"] = (plot_training_losses(results), 1)
+    figures["retrievals"] = (plot_retrievals(examples, pairs), 2 * 2 * 2 + 2)
+    figures["sweep"] = (plot_metric_sweep([0, 0.5], {"R@1": [1, 2]}, "γ", "R@1", "t", baseline={"zs": 1.0}), 1)
+    for name, (fig, axes) in figures.items():
+        assert len(fig.axes) == axes, name
+        assert save_figure(fig, tmp_path / "figures", name).is_file()
+    assert save_figure(figures["sweep"][0], None, "x") is None
+    html = near_twin_html(twins[0], captions)
+    assert html.count("<mark>") >= 2 and "cosine" in html
