@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 NBVAL_OUTPUT := $(CURDIR)/runs/nbval
+# Training runs are cached by configuration: point this at a finished `make tutorial` to reuse its runs.
+NOTEBOOKS_OUTPUT ?= $(CURDIR)/runs/notebooks-build
 
 .PHONY: test unit-test notebook-test tutorial notebooks install lint clean
 
@@ -23,7 +25,7 @@ install: $(STAMP)
 test: unit-test notebook-test
 
 unit-test: $(STAMP)
-	$(BIN)/ruff check hnclip_core tests benchmarks
+	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
 	$(BIN)/python -m pytest
 
 # The toy model is built first (a no-op when cached) so that its ~10 minutes show in the log, not in a cell.
@@ -41,14 +43,13 @@ tutorial: $(STAMP)
 # volatile metadata, keep the outputs that nbval checks.
 notebooks: $(STAMP)
 	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.py
-	rm -rf runs/notebooks-build
 	for nb in notebooks/[0-9][0-9]_*.ipynb; do \
-		HNCLIP_OUTPUT_DIR=$(CURDIR)/runs/notebooks-build $(BIN)/papermill $$nb $$nb --cwd notebooks -k python3 || exit 1; \
+		HNCLIP_OUTPUT_DIR=$(NOTEBOOKS_OUTPUT) $(BIN)/papermill $$nb $$nb --cwd notebooks -k python3 || exit 1; \
 	done
 	$(BIN)/nbstripout --keep-output --extra-keys "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.widgets" notebooks/[0-9][0-9]_*.ipynb
 
 lint: $(STAMP)
-	$(BIN)/ruff check hnclip_core tests benchmarks
+	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache runs

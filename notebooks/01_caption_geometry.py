@@ -6,7 +6,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # # Chapter 1 — Caption geometry: why dense captions are near-duplicates
 #
 # *Replicates §2.1, Fig. 1, Fig. A1–A6 and Table A1 of "Which Negatives Matter? Ask Your Text Encoder"
@@ -41,7 +41,7 @@ in_batch_size = 128  # effective batch of the paper's recipe, for the in-batch h
 output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks; figures and geometry.json go there
 interactive = True  # progress bars and widgets; papermill batch runs pass False
 
-# %%
+# %% tags=[]
 #papermill_description=setup
 from IPython.display import HTML, Markdown, display
 
@@ -70,12 +70,12 @@ exp = Experiment(
 )
 print(f"backbone: {'embedded toy Long-CLIP' if exp.is_toy else exp.checkpoint}; dataset: {exp.eval_name}")
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 1. Encode every test caption
 # The paper measures the test split with the *pre-trained* text encoder, before any fine-tuning: this is
 # the geometry the loss meets at step 0. Captions are tokenised with Long-CLIP's 248-token context.
 
-# %%
+# %% tags=[]
 #papermill_description=encode_captions
 # NBVAL_IGNORE_OUTPUT
 model, _, tokenizer = exp.load_model()
@@ -84,22 +84,22 @@ captions = [pair.caption for pair in pairs]
 features = encode_captions(model, tokenizer, captions, device=exp.torch_device, progress=interactive)
 print(f"{len(captions)} captions encoded into {features.shape[1]}-dimensional unit vectors")
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 2. Pairwise and hardest-negative similarity (Fig. 1, Table A1)
 # Panel (a) is every pair of captions; panel (b) is, for each caption, its single most similar *other*
 # caption — the negative that will get the largest boost γḠ. The dashed lines are the paper's benchmarks
 # under Long-CLIP-L.
 
-# %%
+# %% tags=[]
 geometry = caption_similarity_stats(features)
 display(Markdown(geometry_table({f"{exp.eval_name} (ours)": geometry.as_dict()}, CAPTION_GEOMETRY)))
 
-# %%
+# %% tags=[]
 fig = plot_caption_similarity(geometry, exp.eval_name, paper=CAPTION_GEOMETRY)
 exp.save_figure(fig, "01_caption_similarity")
 display(fig)
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # **Reading the plot.** The hardest-negative distribution (b) is what matters for Recall@1: if it sits near
 # 1, almost every caption has a near-twin somewhere in the test set. On the synthetic benchmark that is by
 # construction (each family's members differ in one detail). The *pairwise* distribution (a) says how
@@ -107,25 +107,25 @@ display(fig)
 # text encoder spreads them more (see the table) — one of the places where the toy is an imperfect
 # stand-in, recorded in `results/README.md`.
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 3. One batch's Ḡ (Fig. A5)
 # This matrix — caption cosines within one batch, diagonal masked — is, scaled by γ, *everything* HN-CLIP
 # adds to the logits. Bright off-diagonal cells are negatives that will have to be beaten by a larger margin.
 
-# %%
+# %% tags=[]
 batch_indices, batch_matrix = batch_caption_matrix(features, batch_size=matrix_batch_size, seed=seed)
 fig = plot_batch_matrix(batch_matrix, [captions[i] for i in batch_indices.tolist()],
                         title=f"Ḡ of one random batch of {matrix_batch_size}")
 exp.save_figure(fig, "01_batch_matrix")
 display(fig)
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 4. How hard are the negatives a caption actually meets? (Fig. A6C)
 # In training, a caption only competes with the other captions of its batch. Drawing batches of the
 # paper's effective size as a shuffling loader does, we sort every (caption, negative) pair into hardness
 # buckets. The paper finds 86–99 % of in-batch negatives at Ḡ ≥ 0.8 on its four benchmarks.
 
-# %%
+# %% tags=[]
 hardness = in_batch_hardness(features, batch_size=min(in_batch_size, len(captions)), seed=seed)
 fig = plot_hardness_buckets({f"{exp.eval_name}\nin-batch (B={hardness.batch_size})": hardness,
                              f"{exp.eval_name}\nall pairs": geometry.bucket_fractions})
@@ -135,26 +135,26 @@ low, high = IN_BATCH_AT_LEAST_0_8
 print(f"in-batch negatives with Ḡ ≥ 0.8: {100 * hardness.fraction_at_least[0.8]:.1f}% "
       f"(paper: {100 * low:.0f}–{100 * high:.0f}%)")
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 5. What near-twins look like (Fig. A1–A4)
 # The paper shows pairs near the 90th percentile of hardest-negative similarity: "striking but not
 # extreme". Below each image is where its caption differs from its twin's (a word-level diff);
 # everything else is shared, word for word. The highlighted text shows the full captions.
 
-# %%
+# %% tags=[]
 twins = near_duplicate_pairs(features, captions, top=3, quantile=0.9)
 images = [(pairs[twin.i].load_image(), pairs[twin.j].load_image()) for twin in twins]
 fig = plot_near_twins(twins, images, captions)
 exp.save_figure(fig, "01_near_twins")
 display(fig)
 
-# %%
+# %% tags=[]
 display(HTML(near_twin_html(twins[0], captions)))
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 6. Save the numbers for the results chapter
 
-# %%
+# %% tags=[]
 summary = {
     "dataset": exp.eval_name,
     "backbone": backbone,
@@ -165,7 +165,7 @@ summary = {
 }
 print(exp.save_json("geometry", summary).name)
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # **Take-away.** Every caption has a near-twin, and the loss will see them as negatives. Chapter 2 shows
 # what InfoNCE does with such batches — and why, under a strong initialisation, it can stop learning
 # before the near-twins are resolved.

@@ -38,7 +38,7 @@ accumulation_steps = 8  # micro-batches per optimizer step (effective batch 128)
 dynamics_objective = "hn+tok"  # the objective trained during the gradient-dynamics run
 dynamics_epochs = 2  # the paper measures 10 epochs of Long-CLIP-L
 dynamics_fraction = 0.5  # share of the training set used by the dynamics run
-monitor_every = 1  # measure every k optimizer steps (the paper: every 5)
+monitor_every = 2  # measure every k optimizer steps (the paper: every 5)
 lr = None  # None: 2e-6 (paper) for a real checkpoint, 2e-4 for the toy
 output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks
 interactive = True  # progress bars and the γ/s explorer widget; papermill batch runs pass False
@@ -76,7 +76,8 @@ exp = Experiment(
 # %%
 thresholds = {dtype: saturation_thresholds(logit_scale, micro_batch_size, dtype)
               for dtype in (torch.float32, torch.bfloat16, torch.float16)}
-events = (("solved", "loss < 1e-3"), ("loss_zero", "loss exactly 0"), ("negative_grad_zero", "negative's gradient exactly 0"))
+events = (("solved", "loss < 1e-3"), ("loss_zero", "loss exactly 0"),
+          ("negative_grad_zero", "negative's gradient exactly 0"))
 display(Markdown(markdown_table(
     ["precision"] + [f"{label}: Δ (s·Δ)" for _, label in events],
     [[t["dtype"]] + [f"{t[f'{e}_margin']:.3f} ({t[f'{e}_logit_gap']:.1f})" for e, _ in events]
@@ -171,7 +172,8 @@ rows = [[d["epoch"], d["measurements"], f"{100 * d['solved_clip']:.0f}%", f"{100
          f"{100 * (1 - d['solved_hn']):.0f}%", f"{d['median_grad_ratio']:.3g}", f"{d['cosine_mean']:.2f}"]
         for d in dynamics["diagnostics"]]
 rows.append(["paper (Long-CLIP-L, DOCCI)", SATURATION["measurements"],
-             f"{100 * SATURATION['solved_clip_first_epoch']:.0f}% (epoch 1)", f"{100 * SATURATION['grad_zero_clip']:.0f}%",
+             f"{100 * SATURATION['solved_clip_first_epoch']:.0f}% (epoch 1)",
+             f"{100 * SATURATION['grad_zero_clip']:.0f}%",
              f"≥ {100 * SATURATION['active_hn_min']:.0f}%", "10²–10⁶", "0.58 (median)"])
 display(Markdown(markdown_table(
     ["epoch", "measured batches", "L_CLIP < 1e-3", "∇L_CLIP = 0", "L_HN ≥ 1e-3", "median ‖∇L_HN‖/‖∇L_CLIP‖",

@@ -6,7 +6,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # # Chapter 3 — Fine-tuning: InfoNCE vs HN-CLIP
 #
 # *Replicates Table 1, Fig. 3, Fig. 5, Fig. A9 and Fig. A10 of HN-CLIP (arXiv 2608.18521).*
@@ -47,7 +47,7 @@ method = "hn+tok"  # HN-CLIP (Eq. 3)
 output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks
 interactive = True  # progress bars; papermill batch runs pass False
 
-# %%
+# %% tags=[]
 #papermill_description=setup
 from IPython.display import Markdown, display
 
@@ -66,22 +66,22 @@ exp = Experiment(
 print(f"train on {exp.dataset}, evaluate on {exp.eval_name}; lr {exp.learning_rate:g}, {epochs} epochs, "
       f"effective batch {micro_batch_size * accumulation_steps} ({accumulation} accumulation)")
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 1. Train both objectives
 # Each run evaluates Recall@K on the test split before training (epoch 0, the zero-shot model) and after
 # every epoch.
 
-# %%
+# %% tags=[]
 #papermill_description=train
 # NBVAL_IGNORE_OUTPUT
 results = {objective: exp.run(objective=objective) for objective in (baseline, method)}
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 2. Retrieval after fine-tuning (Table 1 layout)
 # The last epoch of each run (no selection on the test split). The paper's DOCCI rows are shown for
 # orientation only: a different model, data set and scale.
 
-# %%
+# %% tags=[]
 rows = {"zero-shot": results[baseline]["zero_shot"]}
 rows.update({objective: results[objective]["last"] for objective in (baseline, method)})
 display(Markdown(recall_table(rows, paper=DOCCI_RECALL)))
@@ -89,33 +89,33 @@ gain = results[method]["last"]["mean_r1"] - results[baseline]["last"]["mean_r1"]
 print(f"{method} − {baseline}: {gain:+.1f} average R@1 (paper, DOCCI: "
       f"{paper_mean_r1('hn+tok') - paper_mean_r1('clip'):+.1f})")
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 3. Convergence (Fig. 5, Fig. A9)
 # Average R@1 per epoch (left) and per retrieval direction (right). The paper's claim is that HN-CLIP leads
 # from the first epoch in both directions.
 
-# %%
+# %% tags=[]
 fig = plot_convergence(results)
 exp.save_figure(fig, "03_convergence")
 display(fig)
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # The training losses live on different scales — L_HN includes the margin γḠ, so it cannot fall to
 # InfoNCE's values — but the trend shows what each objective still has to work on:
 
-# %%
+# %% tags=[]
 fig = plot_training_losses(results)
 exp.save_figure(fig, "03_training_losses")
 display(fig)
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # ## 4. What changes in the ranking (Fig. 3, Fig. A10)
 # The paper shows DOCCI queries where the baseline ranks the ground truth far down, usually below a
 # near-twin's image, and HN-CLIP ranks it first. To stay honest we pick queries **by rule**: the two with
 # the largest rank gain of HN-CLIP over InfoNCE *and* the one with the largest loss. Ground truth is framed
 # in green.
 
-# %%
+# %% tags=[]
 #papermill_description=retrieval_examples
 # NBVAL_IGNORE_OUTPUT
 test_set = exp.dataset_of("test")
@@ -125,7 +125,7 @@ for objective in (baseline, method):
     features[objective] = encode_dataset(model, test_set, device=exp.torch_device, progress=interactive)
 examples = retrieval_examples(features, baseline, method, best=2, worst=1, k=5)
 
-# %%
+# %% tags=[]
 changes = examples["changes"]
 print(f"ground-truth rank under {method} vs {baseline}: better for {changes['improved']} queries, "
       f"worse for {changes['worsened']}, unchanged for {changes['unchanged']}")
@@ -133,7 +133,7 @@ fig = plot_retrievals(examples, test_set.pairs)
 exp.save_figure(fig, "03_retrievals")
 display(fig)
 
-# %%
+# %% tags=[]
 print(exp.save_json("fine_tuning", {
     "parameters": {"backbone": backbone, "dataset": dataset, "eval_dataset": exp.eval_name, "epochs": epochs,
                    "lr": exp.learning_rate, "seed": seed, "accumulation": accumulation},
@@ -142,7 +142,7 @@ print(exp.save_json("fine_tuning", {
     "rank_changes": changes,
 }).name)
 
-# %% [markdown]
+# %% [markdown] tags=[]
 # **Reading the results.** On the toy, HN-CLIP's advantage is real but small and varies with the seed
 # (`results/calibration.json`: +2.0 average R@1 over three seeds at 5 epochs, per seed +0.6 to +3.2). The
 # paper's mechanism needs InfoNCE to saturate, which the toy reproduces only partly — chapter 2 shows why.

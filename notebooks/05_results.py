@@ -80,7 +80,8 @@ display(fig)
 
 # %%
 scale = ablations["scale"]
-print(f"scale: {100 * scale['train_fraction']:.0f}% of the training set, {scale['epochs']} epochs, seed {scale['seed']}")
+print(f"scale: {100 * scale['train_fraction']:.0f}% of the training set, {scale['epochs']} epochs, "
+      f"seed {scale['seed']}")
 display(Markdown(recall_table({f"γ = {g}": r["last"] for g, r in ablations["gamma"].items()}, ks=(1,))))
 display(Markdown(recall_table({o: r["last"] for o, r in ablations["components"].items()}, ks=(1,))))
 display(Markdown(recall_table({f"Ḡ {s}": r["last"] for s, r in ablations["margin_source"].items()}, ks=(1,))))

@@ -1,0 +1,33 @@
+"""The committed chapter notebooks: paired with their scripts, papermill-ready, stripped of volatile metadata."""
+
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_all_five_chapters_are_there():
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_matches_its_script_and_follows_the_conventions(path):
+    notebook = nbformat.read(path, as_version=4)
+    script = jupytext.read(path.with_suffix(".py"))
+    assert [(c.cell_type, c.source) for c in notebook.cells] == [(c.cell_type, c.source) for c in script.cells], (
+        f"{path.name} and {path.with_suffix('.py').name} differ: run `jupytext --sync notebooks/*.py`")
+    tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, "exactly one cell tagged 'parameters' (papermill)"
+    assert "output_dir = None" in tagged[0].source and "interactive = True" in tagged[0].source
+    assert "=" not in "".join(line.partition("#")[2] for line in tagged[0].source.splitlines()), (
+        "papermill cannot parse parameter comments that contain '='")
+    assert "papermill" not in notebook.metadata and "widgets" not in notebook.metadata
+    for cell in notebook.cells:
+        assert "papermill" not in cell.metadata and "execution" not in cell.metadata
+        if cell.cell_type == "code":
+            shows = ("display(" in cell.source or "print(" in cell.source) and "if interactive" not in cell.source
+            assert cell.outputs or not shows, f"committed notebooks carry their outputs:\n{cell.source[:200]}"
+            assert all(o.output_type != "error" for o in cell.outputs)
