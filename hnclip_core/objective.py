@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from .distributed import DistributedContext, gather_encoded, gather_indices
 from .features import EncodedBatch, encode_batch
 from .losses import clip_loss, hn_clip_loss, token_loss, valid_text_token_mask
 
@@ -109,14 +110,22 @@ def accumulated_losses(
     objective: Objective,
     accumulation: str = "naive",
     margin_features: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    context: DistributedContext | None = None,
 ) -> Iterator[torch.Tensor]:
     """Yield one loss per micro-batch; backpropagating each (in turn) accumulates exactly the gradient
     of the effective batch under the chosen :data:`ACCUMULATION_MODES` reading.
 
     ``margin_features(indices)`` optionally returns the caption features Ḡ is built from (Table 3c,
     frozen source). The learned temperature receives its gradient once per effective batch: in
-    ``cached`` mode only the first micro-batch's loss is differentiated with respect to it.
+    ``cached`` mode only the first micro-batch's loss is differentiated with respect to it. With a
+    distributed ``context`` each process passes its shard of every micro-batch and the loss is that of
+    the gathered global micro-batch (:mod:`hnclip_core.distributed`).
     """
+    context = context or DistributedContext()
+
+    def encode(micro: MicroBatch) -> EncodedBatch:
+        return gather_encoded(encode_batch(model, micro.images, micro.token_ids, with_tokens), context)
+
     if accumulation not in ACCUMULATION_MODES:
         raise ValueError(f"unknown accumulation {accumulation!r}; choose one of {ACCUMULATION_MODES}")
     with_tokens = objective.uses_tokens
@@ -126,15 +135,15 @@ def accumulated_losses(
 
     if accumulation == "naive":
         for micro in micro_batches:
-            encoded = encode_batch(model, micro.images, micro.token_ids, with_tokens)
-            yield objective(encoded, model.logit_scale.exp(), margins(micro.indices)) / len(micro_batches)
+            global_indices = gather_indices(micro.indices, context)
+            yield objective(encode(micro), model.logit_scale.exp(), margins(global_indices)) / len(micro_batches)
         return
 
     with torch.no_grad():
-        cached = [encode_batch(model, m.images, m.token_ids, with_tokens) for m in micro_batches]
-    all_margins = margins(torch.cat([m.indices for m in micro_batches]))
+        cached = [encode(m) for m in micro_batches]
+    all_margins = margins(torch.cat([gather_indices(m.indices, context) for m in micro_batches]))
     for j, micro in enumerate(micro_batches):
         parts = list(cached)
-        parts[j] = encode_batch(model, micro.images, micro.token_ids, with_tokens)
+        parts[j] = encode(micro)
         scale = model.logit_scale.exp() if j == 0 else model.logit_scale.detach().exp()
         yield objective(concat_encoded(parts), scale, all_margins)

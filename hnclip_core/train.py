@@ -33,6 +33,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .data import PairDataset, load_pairs
+from .distributed import average_gradients, init_distributed
 from .evaluate import DEFAULT_KS, encode_dataset, mean_recall, recall_at_k
 from .longclip import keep_first_positions_frozen, load_longclip, longclip_param_groups
 from .objective import ACCUMULATION_MODES, MicroBatch, Objective, accumulated_losses
@@ -93,7 +94,7 @@ class TrainConfig:
     weight_decay: float = _option(0.01, "AdamW weight decay (Long-CLIP's 0.01; none on the positional table)")
     warmup_steps: int = _option(10, "linear warm-up optimizer steps before the cosine decay")
     epochs: int = _option(10, "fine-tuning epochs (paper: 10)")
-    micro_batch_size: int = _option(16, "pairs per forward pass (paper: 16)")
+    micro_batch_size: int = _option(16, "pairs per forward pass and process (paper: 16, one process)")
     accumulation_steps: int = _option(8, "micro-batches per optimizer step (paper: 8, effective batch 128)")
     accumulation: str = _option(
         "naive",
@@ -106,6 +107,9 @@ class TrainConfig:
     eval_batch_size: int = _option(64, "batch size of the evaluation encoder pass")
     eval_ks: tuple[int, ...] = _option(DEFAULT_KS, "Recall@K ranks reported")
     num_workers: int = _option(0, "DataLoader worker processes for image decoding")
+    skip_bad_images: bool = _option(
+        False, "drop pairs whose image is missing or unreadable (counted, logged once) instead of stopping"
+    )
     output_dir: str | None = _option(
         None,
         "where history.json/.csv and the training state go (nothing is written if unset)",
@@ -214,7 +218,11 @@ class _Run:
     def __init__(self, config: TrainConfig):
         self.config = config
         self.device = resolve_device(config.device)
-        self.progress = sys.stderr.isatty() if config.progress is None else config.progress
+        self.context = init_distributed(self.device)
+        if self.context.enabled and self.device.type == "cuda":
+            self.device = torch.device("cuda", self.context.local_rank)
+            torch.cuda.set_device(self.device)
+        self.progress = (sys.stderr.isatty() if config.progress is None else config.progress) and self.context.is_main
         self.output_dir = Path(config.output_dir) if config.output_dir else None
         seed_everything(config.seed)
 
@@ -229,17 +237,18 @@ class _Run:
 
         train_pairs = load_pairs(config.dataset, config.data_root, config.train_split)
         subset = training_subset(len(train_pairs), config.train_fraction, config.seed).tolist()
-        self.train_set = PairDataset([train_pairs[i] for i in subset], preprocess, tokenizer)
+        self.train_set = PairDataset([train_pairs[i] for i in subset], preprocess, tokenizer, config.skip_bad_images)
         eval_pairs = load_pairs(
             config.eval_dataset or config.dataset,
             config.eval_data_root or (config.data_root if config.eval_dataset is None else None),
             config.eval_split,
         )
-        self.eval_set = PairDataset(eval_pairs, preprocess, tokenizer)
-        if len(self.train_set) < config.effective_batch_size:
+        self.eval_set = PairDataset(eval_pairs, preprocess, tokenizer, config.skip_bad_images)
+        self.global_batch_size = config.effective_batch_size * self.context.world_size
+        if len(self.train_set) < self.global_batch_size:
             raise ValueError(
                 f"{len(self.train_set)} training pairs are fewer than one effective batch "
-                f"({config.effective_batch_size}); lower micro_batch_size/accumulation_steps or raise train_fraction"
+                f"({self.global_batch_size}); lower micro_batch_size/accumulation_steps or raise train_fraction"
             )
 
         self.objective = Objective(config.objective, config.gamma, config.token_weight)
@@ -252,7 +261,7 @@ class _Run:
             self.frozen_caption_features = self.frozen_caption_features.to(self.device)
 
         self.optimizer = torch.optim.AdamW(longclip_param_groups(self.model, config.weight_decay), lr=config.lr)
-        self.steps_per_epoch = len(self.train_set) // config.effective_batch_size
+        self.steps_per_epoch = len(self.train_set) // self.global_batch_size
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, cosine_with_warmup(config.warmup_steps, self.steps_per_epoch * config.epochs)
         )
@@ -263,6 +272,8 @@ class _Run:
         if config.monitor_every:
             from .diagnostics import GradientMonitor
 
+            if self.context.enabled:
+                raise ValueError("monitor_every is not supported with several processes: measure on one")
             self.monitor = GradientMonitor(every=config.monitor_every, gamma=config.gamma)
 
     # ------------------------------------------------------------------ data
@@ -270,6 +281,14 @@ class _Run:
         if self.frozen_caption_features is None:
             return None
         return self.frozen_caption_features[indices.to(self.device)]
+
+    def local_indices(self, batch: torch.Tensor) -> torch.Tensor:
+        """This process's shard of each global micro-batch of ``batch`` (all of it in a single process)."""
+        if not self.context.enabled:
+            return batch
+        size, rank, world = self.config.micro_batch_size, self.context.rank, self.context.world_size
+        return torch.cat([batch[start + rank * size : start + (rank + 1) * size]
+                          for start in range(0, len(batch), size * world)])
 
     def micro_batches(self, images: torch.Tensor, tokens: torch.Tensor, indices: torch.Tensor) -> list[MicroBatch]:
         """Split one effective batch into ``accumulation_steps`` micro-batches on the device."""
@@ -293,7 +312,7 @@ class _Run:
         return None if self.output_dir is None else self.output_dir / STATE_FILE
 
     def save_state(self, epoch: int) -> None:
-        if self.output_dir is None or not self.config.save_state:
+        if self.output_dir is None or not self.config.save_state or not self.context.is_main:
             return
         state = {
             "epoch": epoch,
@@ -332,7 +351,8 @@ class _Run:
     def train_epoch(self, epoch: int) -> dict[str, float]:
         config = self.config
         losses = []
-        batches = epoch_batches(len(self.train_set), config.effective_batch_size, config.seed, epoch)
+        batches = [self.local_indices(b) for b in
+                   epoch_batches(len(self.train_set), self.global_batch_size, config.seed, epoch)]
         loader = torch.utils.data.DataLoader(
             self.train_set, batch_sampler=[b.tolist() for b in batches], num_workers=config.num_workers
         )
@@ -347,7 +367,8 @@ class _Run:
             total = 0.0
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
                 for loss in accumulated_losses(
-                    self.model, micro_batches, self.objective, config.accumulation, self.margin_features
+                    self.model, micro_batches, self.objective, config.accumulation, self.margin_features,
+                    self.context,
                 ):
                     if not torch.isfinite(loss):
                         raise TrainingDiverged(
@@ -356,6 +377,7 @@ class _Run:
                         )
                     loss.backward()
                     total += loss.item()
+            average_gradients(self.model, self.context)
             self.optimizer.step()
             self.scheduler.step()
             losses.append(total if config.accumulation == "naive" else total / len(micro_batches))
@@ -370,7 +392,7 @@ class _Run:
         results = summarise(self.history, self.config)
         if self.monitor is not None:
             results["diagnostics"] = self.monitor.summary()
-        if self.output_dir is not None:
+        if self.output_dir is not None and self.context.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             (self.output_dir / "history.json").write_text(json.dumps(results, indent=2))
             write_history_csv(self.history, self.output_dir / "history.csv")

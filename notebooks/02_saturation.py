@@ -52,7 +52,7 @@ from hnclip_core.experiment import Experiment
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, clip_loss, hn_clip_loss
 from hnclip_core.paper import SATURATION
 from hnclip_core.plots.saturation import (
-    boost_explorer_figure,
+    boost_explorer_widget,
     plot_boost_posteriors,
     plot_fp32_saturation,
     plot_gradient_dynamics,
@@ -130,23 +130,13 @@ print(f"share of a query's negative gradient on its most caption-similar negativ
       f"{100 * standard:.1f}% (InfoNCE) → {100 * boosted:.1f}% (γ = {gamma})")
 
 # %% [markdown]
-# **Try it.** With `interactive=True` the sliders below redraw the same figure for any γ and s (the static
-# figure above is always drawn, so the notebook reads the same without widgets).
+# **Try it.** With `interactive=True` the sliders below (press *draw*) redraw the same figure for any γ
+# and s (the static figure above is always drawn, so the notebook reads the same without widgets).
 
 # %%
-# NBVAL_IGNORE_OUTPUT
+# NBVAL_SKIP
 if interactive:
-    import ipywidgets as widgets
-
-    def explore(gamma, logit_scale, row):
-        display(boost_explorer_figure(images, texts, gamma, logit_scale, row))
-
-    widgets.interact(
-        explore,
-        gamma=widgets.FloatSlider(value=gamma, min=0.0, max=1.0, step=0.05, continuous_update=False),
-        logit_scale=widgets.FloatSlider(value=model_scale, min=5.0, max=100.0, step=5.0, continuous_update=False),
-        row=widgets.IntSlider(value=0, min=0, max=len(images) - 1, continuous_update=False),
-    )
+    display(boost_explorer_widget(images, texts, gamma, model_scale))
 
 # %% [markdown]
 # ## 4. Gradient dynamics during fine-tuning (Fig. 4)

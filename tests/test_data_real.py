@@ -386,3 +386,11 @@ def test_pair_dataset_items_truncation_and_image_errors(tmp_path: Path, caplog):
         dataset[2]
     with pytest.raises(DatasetLayoutError, match="corrupt.jpg"):
         dataset[3]
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="hnclip_core.data.pairs"):
+        skipping = PairDataset(pairs, preprocess, tokenizer, skip_unreadable=True)
+    assert len(skipping) == 2 and skipping.num_skipped == 2
+    assert [p.image_path.name for p in skipping.pairs] == ["a.jpg", "b.png"]
+    assert "skipped 2 of 4 pairs whose image cannot be read (first: " in caplog.text and "missing.jpg" in caplog.text
+    assert torch.equal(skipping[1][1], dataset[1][1])  # captions stay with their images

@@ -105,5 +105,7 @@ def test_every_chapter_figure_draws_and_saves(tmp_path, pairs):
         assert len(fig.axes) == axes, name
         assert save_figure(fig, tmp_path / "figures", name).is_file()
     assert save_figure(figures["sweep"][0], None, "x") is None
+    unchanged = retrieval_examples({"a": (eye, eye), "b": (eye, eye)}, "a", "b")
+    assert unchanged["queries"] == [] and len(plot_retrievals(unchanged, pairs).axes) == 1
     html = near_twin_html(twins[0], captions)
     assert html.count("<mark>") >= 2 and "cosine" in html

@@ -296,3 +296,14 @@ def test_plot_gradient_dynamics_from_dataclasses_and_csv(close_figures, tmp_path
             np.testing.assert_array_equal(line_a.get_ydata(), line_b.get_ydata())
     _render(fig)
     _render(from_csv)
+
+
+def test_boost_explorer_widget_draws_only_on_request():
+    from hnclip_core.plots.saturation import boost_explorer_widget
+
+    torch.manual_seed(0)
+    features = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+    widget = boost_explorer_widget(features, features.flip(0), gamma=0.25, logit_scale=50.0)
+    assert [c.description for c in widget.children[:3]] == ["γ", "s", "query"]
+    assert widget.children[1].value == 50.0 and widget.children[2].max == 3
+    assert widget.out.outputs == ()  # manual: nothing drawn when the cell runs

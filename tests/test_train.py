@@ -126,3 +126,17 @@ def test_nan_loss_stops_training_and_names_the_step(tiny_checkpoint, tiny_benchm
     monkeypatch.setattr(train_module, "accumulated_losses", nan_losses)
     with pytest.raises(train_module.TrainingDiverged, match=r"epoch 1, optimizer step 0"):
         train(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path, epochs=1))
+
+
+def test_unreadable_image_stops_training_naming_the_file_or_is_skipped(tiny_checkpoint, tiny_benchmark, tmp_path):
+    import shutil
+
+    from hnclip_core.data import DatasetLayoutError
+
+    bench = tmp_path / "bench"
+    shutil.copytree(tiny_benchmark, bench)
+    (bench / "images" / "train_00005.png").write_bytes(b"not a png")
+    with pytest.raises(DatasetLayoutError, match="train_00005.png"):
+        train(tiny_config(tiny_checkpoint, bench, tmp_path / "strict", epochs=1))
+    result = train(tiny_config(tiny_checkpoint, bench, tmp_path / "skip", epochs=1, skip_bad_images=True))
+    assert [row["epoch"] for row in result["history"]] == [0, 1]

@@ -68,7 +68,11 @@ class PairDataset(torch.utils.data.Dataset):
     Captions are tokenised once, up front (open_clip's tokenizer truncates to its context length and
     ends every sequence with the end-of-text token, as Long-CLIP's ``tokenize(..., truncate=True)``
     does); how many were truncated is logged once and kept in :attr:`num_truncated`.
-    Images are opened lazily, converted to RGB and passed through ``preprocess``.
+    Images are opened lazily, converted to RGB and passed through ``preprocess``; a missing or unreadable
+    image raises :class:`DatasetLayoutError` naming the file. With ``skip_unreadable=True`` every image is
+    checked up front instead (``PIL.Image.verify``) and pairs whose image cannot be read are dropped — their
+    number in :attr:`num_skipped`, logged once with the first file and its problem. Off by default: a
+    dropped test image changes the retrieval gallery, so the paper's numbers are only comparable without it.
     """
 
     def __init__(
@@ -76,8 +80,12 @@ class PairDataset(torch.utils.data.Dataset):
         pairs: Sequence[ImageCaptionPair],
         preprocess: Callable[[Image.Image], torch.Tensor],
         tokenizer,
+        skip_unreadable: bool = False,
     ):
         self.pairs = list(pairs)
+        self.num_skipped = 0
+        if skip_unreadable:
+            self.pairs = self._readable(self.pairs)
         self.preprocess = preprocess
         captions = [p.caption for p in self.pairs]
         self.tokens = tokenizer(captions) if captions else torch.zeros(0, tokenizer.context_length, dtype=torch.long)
@@ -89,6 +97,22 @@ class PairDataset(torch.utils.data.Dataset):
                 len(captions),
                 tokenizer.context_length,
             )
+
+    def _readable(self, pairs: list[ImageCaptionPair]) -> list[ImageCaptionPair]:
+        kept, first_problem = [], None
+        for pair in pairs:
+            try:
+                with Image.open(pair.image_path) as image:
+                    image.verify()
+            except OSError as err:  # missing files (FileNotFoundError) and corrupt ones alike
+                first_problem = first_problem or f"{pair.image_path}: {err}"
+                continue
+            kept.append(pair)
+        self.num_skipped = len(pairs) - len(kept)
+        if self.num_skipped:
+            log.warning("skipped %d of %d pairs whose image cannot be read (first: %s)",
+                        self.num_skipped, len(pairs), first_problem)
+        return kept
 
     def __len__(self) -> int:
         return len(self.pairs)

@@ -325,3 +325,25 @@ def plot_gradient_dynamics(measurements: list, history: list[dict] | None = None
     ax_err.set_title("(d) Retrieval error on held-out data", fontsize=10)
     fig.suptitle("Gradient dynamics of standard vs boosted contrastive loss (paper Fig. 4 layout)", fontsize=11)
     return fig
+
+
+def boost_explorer_widget(image_features, text_features, gamma: float = 0.5, logit_scale: float = 100.0):
+    """The interactive version of :func:`boost_explorer_figure`: sliders for γ, s and the query row.
+
+    Returns an ``ipywidgets.interactive`` to ``display``. It draws only when its button is pressed
+    (``manual``), so executing the cell headless (papermill, nbval) never renders into a widget — which can
+    hang a kernel without a front end.
+    """
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    def draw(gamma, logit_scale, row):
+        display(boost_explorer_figure(image_features, text_features, gamma, logit_scale, row))
+
+    return widgets.interactive(
+        draw,
+        {"manual": True, "manual_name": "draw"},
+        gamma=widgets.FloatSlider(value=gamma, min=0.0, max=1.0, step=0.05, description="γ"),
+        logit_scale=widgets.FloatSlider(value=logit_scale, min=5.0, max=100.0, step=5.0, description="s"),
+        row=widgets.IntSlider(value=0, min=0, max=len(image_features) - 1, description="query"),
+    )

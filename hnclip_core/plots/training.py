@@ -54,6 +54,12 @@ def plot_retrievals(examples: dict, pairs: Sequence) -> Figure:
     """
     models = list(examples["top"])
     queries = examples["queries"]
+    if not queries:
+        fig = Figure(figsize=(6, 1.2))
+        ax = fig.subplots()
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no query's ground-truth rank differs between the models", ha="center", va="center")
+        return fig
     k = len(examples["top"][models[0]][0])
     rows = max(1, len(queries) * len(models))
     fig = Figure(figsize=(1.45 * k + 3.4, 1.5 * rows + 0.3))
