@@ -40,13 +40,13 @@ tutorial: $(STAMP)
 	$(BIN)/python -m hnclip_core.tutorial --output-dir runs/tutorial
 
 # Re-execute the committed notebooks at their defaults (after editing a chapter's .py script), strip
-# volatile metadata, keep the outputs that nbval checks.
+# volatile metadata, keep the outputs and execution counts that nbval checks (it skips cells without a count).
 notebooks: $(STAMP)
-	$(BIN)/jupytext --sync notebooks/[0-9][0-9]_*.py
+	$(BIN)/jupytext --update --to ipynb notebooks/[0-9][0-9]_*.py
 	for nb in notebooks/[0-9][0-9]_*.ipynb; do \
 		HNCLIP_OUTPUT_DIR=$(NOTEBOOKS_OUTPUT) $(BIN)/papermill $$nb $$nb --cwd notebooks -k python3 || exit 1; \
 	done
-	$(BIN)/nbstripout --keep-output --extra-keys "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.widgets" notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/nbstripout --keep-output --keep-count --extra-keys "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.widgets" notebooks/[0-9][0-9]_*.ipynb
 
 lint: $(STAMP)
 	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
