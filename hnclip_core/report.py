@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["checks_table", "geometry_table", "markdown_table", "recall_table"]
+__all__ = [
+    "checks_table", "diagnostics_table", "geometry_table", "markdown_table", "recall_table", "thresholds_table",
+]
 
 DIRECTIONS = (("t2i", "T→I"), ("i2t", "I→T"))
 
@@ -65,3 +67,29 @@ def checks_table(checks: Sequence[dict]) -> str:
 
     rows = [[c["check"], shown(c["value"]), "reproduced" if c["passed"] else "**not reproduced**"] for c in checks]
     return markdown_table(["claim (threshold)", "measured (mean of seeds)", "verdict"], rows)
+
+
+def thresholds_table(thresholds: Sequence[dict]) -> str:
+    """Saturation thresholds per precision (:func:`hnclip_core.saturation.saturation_thresholds` results):
+    the cosine margin Δ and logit gap s·Δ at which the loss is solved, exactly 0, and a negative's gradient 0."""
+    events = (("solved", "loss < 1e-3"), ("loss_zero", "loss exactly 0"),
+              ("negative_grad_zero", "negative's gradient exactly 0"))
+    rows = [[t["dtype"]] + [f"{t[f'{e}_margin']:.3f} ({t[f'{e}_logit_gap']:.1f})" for e, _ in events]
+            for t in thresholds]
+    return markdown_table(["precision"] + [f"{label}: Δ (s·Δ)" for _, label in events], rows)
+
+
+def diagnostics_table(diagnostics: Sequence[dict], paper: dict | None = None) -> str:
+    """The gradient monitor's per-epoch summary (Fig. 4's numbers), with the paper's row if ``paper`` is given
+    (:data:`hnclip_core.paper.SATURATION`)."""
+    rows = [[d["epoch"], d["measurements"], f"{100 * d['solved_clip']:.0f}%", f"{100 * d['grad_zero_clip']:.0f}%",
+             f"{100 * (1 - d['solved_hn']):.0f}%", f"{d['median_grad_ratio']:.3g}", f"{d['cosine_mean']:.2f}"]
+            for d in diagnostics]
+    if paper is not None:
+        rows.append(["paper (Long-CLIP-L, DOCCI)", paper["measurements"],
+                     f"{100 * paper['solved_clip_first_epoch']:.0f}% (epoch 1)",
+                     f"{100 * paper['grad_zero_clip']:.0f}%",
+                     f"≥ {100 * paper['active_hn_min']:.0f}%", "10²–10⁶", "0.58 (median)"])
+    header = ["epoch", "measured batches", "L_CLIP < 1e-3", "∇L_CLIP = 0", "L_HN ≥ 1e-3",
+              "median ‖∇L_HN‖/‖∇L_CLIP‖", "mean cos(∇L_CLIP, ∇L_HN)"]
+    return markdown_table(header, rows)

@@ -57,7 +57,7 @@ from hnclip_core.plots.saturation import (
     plot_fp32_saturation,
     plot_gradient_dynamics,
 )
-from hnclip_core.report import markdown_table
+from hnclip_core.report import diagnostics_table, thresholds_table
 from hnclip_core.saturation import boost_reweighting, hardness_concentration, margin_sweep, saturation_thresholds
 
 exp = Experiment(
@@ -76,13 +76,7 @@ exp = Experiment(
 # %%
 thresholds = {dtype: saturation_thresholds(logit_scale, micro_batch_size, dtype)
               for dtype in (torch.float32, torch.bfloat16, torch.float16)}
-events = (("solved", "loss < 1e-3"), ("loss_zero", "loss exactly 0"),
-          ("negative_grad_zero", "negative's gradient exactly 0"))
-display(Markdown(markdown_table(
-    ["precision"] + [f"{label}: Δ (s·Δ)" for _, label in events],
-    [[t["dtype"]] + [f"{t[f'{e}_margin']:.3f} ({t[f'{e}_logit_gap']:.1f})" for e, _ in events]
-     for t in thresholds.values()],
-)))
+display(Markdown(thresholds_table(thresholds.values())))
 
 # %%
 sweep = margin_sweep(torch.linspace(0, 1.2, 121), logit_scale, micro_batch_size)
@@ -158,16 +152,7 @@ exp.save_figure(fig, "02_gradient_dynamics")
 display(fig)
 
 # %%
-rows = [[d["epoch"], d["measurements"], f"{100 * d['solved_clip']:.0f}%", f"{100 * d['grad_zero_clip']:.0f}%",
-         f"{100 * (1 - d['solved_hn']):.0f}%", f"{d['median_grad_ratio']:.3g}", f"{d['cosine_mean']:.2f}"]
-        for d in dynamics["diagnostics"]]
-rows.append(["paper (Long-CLIP-L, DOCCI)", SATURATION["measurements"],
-             f"{100 * SATURATION['solved_clip_first_epoch']:.0f}% (epoch 1)",
-             f"{100 * SATURATION['grad_zero_clip']:.0f}%",
-             f"≥ {100 * SATURATION['active_hn_min']:.0f}%", "10²–10⁶", "0.58 (median)"])
-display(Markdown(markdown_table(
-    ["epoch", "measured batches", "L_CLIP < 1e-3", "∇L_CLIP = 0", "L_HN ≥ 1e-3", "median ‖∇L_HN‖/‖∇L_CLIP‖",
-     "mean cos(∇L_CLIP, ∇L_HN)"], rows)))
+display(Markdown(diagnostics_table(dynamics["diagnostics"], SATURATION)))
 
 # %%
 print(exp.save_json("saturation", {

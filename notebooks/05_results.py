@@ -31,7 +31,7 @@ from IPython.display import Markdown, display
 from hnclip_core.experiment import Experiment
 from hnclip_core.paper import CAPTION_GEOMETRY, DOCCI_RECALL, SATURATION
 from hnclip_core.plots.training import plot_convergence
-from hnclip_core.report import checks_table, geometry_table, markdown_table, recall_table
+from hnclip_core.report import checks_table, diagnostics_table, geometry_table, recall_table
 from hnclip_core.scorecard import build_scorecard, measurements_from_outputs, scorecard_table
 
 exp = Experiment(output_dir=output_dir, progress=False)
@@ -54,13 +54,7 @@ print(f"in-batch negatives with Ḡ ≥ 0.8 (B = {geometry['in_batch']['batch_si
 # ## 2. Saturation (chapter 2; §2.4, Fig. 4)
 
 # %%
-rows = [[d["epoch"], f"{100 * d['solved_clip']:.0f}%", f"{100 * d['grad_zero_clip']:.0f}%",
-         f"{100 * (1 - d['solved_hn']):.0f}%", f"{d['median_grad_ratio']:.3g}"]
-        for d in saturation["dynamics"]["diagnostics"]]
-rows.append(["paper", f"{100 * SATURATION['solved_clip_first_epoch']:.0f}% (epoch 1)",
-             f"{100 * SATURATION['grad_zero_clip']:.0f}%", f"≥ {100 * SATURATION['active_hn_min']:.0f}%", "10²–10⁶"])
-display(Markdown(markdown_table(["epoch", "L_CLIP < 1e-3", "∇L_CLIP = 0", "L_HN ≥ 1e-3",
-                                 "median ‖∇L_HN‖/‖∇L_CLIP‖"], rows)))
+display(Markdown(diagnostics_table(saturation["dynamics"]["diagnostics"], SATURATION)))
 fp32 = saturation["thresholds"]["float32"]
 print(f"fp32 at s = {fp32['logit_scale']:g}, B = {fp32['batch_size']}: loss exactly 0 from Δ = "
       f"{fp32['loss_zero_margin']:.3f}, negative's gradient exactly 0 from Δ = {fp32['negative_grad_zero_margin']:.3f}")

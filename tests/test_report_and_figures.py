@@ -109,3 +109,18 @@ def test_every_chapter_figure_draws_and_saves(tmp_path, pairs):
     assert unchanged["queries"] == [] and len(plot_retrievals(unchanged, pairs).axes) == 1
     html = near_twin_html(twins[0], captions)
     assert html.count("<mark>") >= 2 and "cosine" in html
+
+
+def test_thresholds_and_diagnostics_tables():
+    from hnclip_core.paper import SATURATION
+    from hnclip_core.report import diagnostics_table, thresholds_table
+
+    events = ("solved", "loss_zero", "negative_grad_zero")
+    threshold = {"dtype": "float32", **{f"{e}_margin": 0.1 * (k + 1) for k, e in enumerate(events)},
+                 **{f"{e}_logit_gap": 10.0 * (k + 1) for k, e in enumerate(events)}}
+    assert thresholds_table([threshold]).splitlines()[2] == "| float32 | 0.100 (10.0) | 0.200 (20.0) | 0.300 (30.0) |"
+    row = {"epoch": 1, "measurements": 7, "solved_clip": 0.5, "grad_zero_clip": 0.25, "solved_hn": 0.0,
+           "median_grad_ratio": 123.4, "cosine_mean": 0.3}
+    lines = diagnostics_table([row], SATURATION).splitlines()
+    assert lines[2] == "| 1 | 7 | 50% | 25% | 100% | 123 | 0.30 |"
+    assert lines[3].startswith("| paper (Long-CLIP-L, DOCCI) | 148 | 80% (epoch 1) | 47% | ≥ 26% |")
