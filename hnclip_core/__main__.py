@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 import typing
 from pathlib import Path
@@ -73,9 +74,10 @@ def main(argv: list[str] | None = None) -> int:
 
         values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
         results = train(TrainConfig.from_dict(values))
-        summary = {key: results[key] for key in ("zero_shot", "best", "last")}
-        json.dump(summary, sys.stdout, indent=2)
-        print()
+        if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, one summary (rank 0's), not one per process
+            summary = {key: results[key] for key in ("zero_shot", "best", "last")}
+            json.dump(summary, sys.stdout, indent=2)
+            print()
         return 0
     if args.command == "pretrain-toy":
         from .toy import pretrain_toy, toy_checkpoint_path

@@ -143,9 +143,11 @@ def test_torchrun_training_equals_one_process_with_the_global_micro_batch(tiny_c
               "--epochs", "1", "--accumulation-steps", "2", "--lr", "1e-3", "--warmup-steps", "1",
               "--eval-ks", "1", "5", "--objective", "hn+tok", "--device", "cpu", "--no-progress"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                    "-m", "hnclip_core", "train", *common, "--micro-batch-size", "4",
-                    "--output-dir", str(tmp_path / "ddp")], check=True, env=env, capture_output=True)
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    launched = subprocess.run([*launcher, "-m", "hnclip_core", "train", *common, "--micro-batch-size", "4",
+                               "--output-dir", str(tmp_path / "ddp")], check=True, env=env, capture_output=True,
+                              text=True)
+    assert launched.stdout.count('"zero_shot"') == 1  # one summary, from rank 0
     subprocess.run([sys.executable, "-m", "hnclip_core", "train", *common, "--micro-batch-size", "8",
                     "--output-dir", str(tmp_path / "single")], check=True, env=env, capture_output=True)
     ddp = torch.load(tmp_path / "ddp" / "training_state.pt", weights_only=True)["model"]
