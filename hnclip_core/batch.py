@@ -22,6 +22,10 @@ its own folder, named after its grid values (``gamma=0.25,seed=1``)::
             point.json            # the point's parameters and status: a completed point is not run again
             ...                   # whatever the notebook writes to its ``output_dir``
 
+Parameters whose names end in ``_dir`` or ``_root`` (``data_root``, ``runs_dir``, ...) are paths: relative
+ones are taken from the current directory too, and the notebook receives them as absolute paths (it runs
+in its own folder). ``point.json`` keeps them as written.
+
 The runner sets the notebook parameter ``output_dir`` to the point's folder (every notebook run this way
 must have one) and ``interactive = False`` where the notebook has that parameter. Every other parameter is
 checked against the notebook's ``parameters`` cell before anything runs. Results are the JSON files that
@@ -53,6 +57,7 @@ POINT_FILE = "point.json"
 DEFAULT_KERNEL = "python3"
 DEFAULT_POINT_NAME = "default"
 RUNNER_PARAMETERS = ("output_dir", "interactive")
+PATH_SUFFIXES = ("_dir", "_root")
 SPEC_KEYS = ("notebook", "output_dir", "parameters", "grid")
 COMPLETED = ("ok", "skipped")
 
@@ -235,6 +240,16 @@ def check_parameters(spec: GridSpec, defaults: Mapping[str, Any]) -> None:
         raise GridError("\n".join(problems))
 
 
+def absolute_paths(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """``parameters`` with every relative path (a string parameter named ``*_dir`` or ``*_root``) made
+    absolute from the current directory, so that it means the same thing in the notebook's folder."""
+    return {
+        name: str(Path(value).expanduser().resolve())
+        if name.endswith(PATH_SUFFIXES) and isinstance(value, str) else value
+        for name, value in parameters.items()
+    }
+
+
 def _check_kernel(kernel: str) -> None:
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
@@ -377,7 +392,7 @@ def run_grid(
         point_dir.mkdir(parents=True, exist_ok=True)
         record = {"parameters": point.parameters, "notebook": str(spec.notebook), "status": "running"}
         _write_json(point_dir / POINT_FILE, record)
-        values = {**point.parameters, "output_dir": str(point_dir.resolve())}
+        values = {**absolute_paths(point.parameters), "output_dir": str(point_dir.resolve())}
         if "interactive" in defaults:
             values["interactive"] = False
         start = time.perf_counter()

@@ -12,9 +12,12 @@ messages and turns them into the objects the chapter needs, so the notebooks hol
 * ``lr=None`` means the backbone's recipe: the paper's 2e-6 for a real checkpoint (§3.1), the toy's
   calibrated 2e-4 (:data:`hnclip_core.toy.TOY_FINETUNE`) for the toy.
 * :meth:`Experiment.run` is the *load-or-train* pattern: a training run is stored under
-  ``output_dir/runs/<objective>-<hash of its configuration>/`` and a later call with the same configuration
-  (from the same or another notebook) reads its results instead of training again. An interrupted run is
-  resumed from its last completed epoch.
+  ``runs_dir/<objective>-<hash of its configuration>/`` (``runs_dir`` defaults to ``output_dir/runs``) and a
+  later call with the same configuration (from the same or another notebook, or another point of an ablation
+  grid sharing ``runs_dir``) reads its results instead of training again. An interrupted run is resumed from
+  its last completed epoch.
+* :meth:`Experiment.evaluate_on` scores a run's final model (or the backbone) on another benchmark: the
+  cross-domain settings of Tables A7 and A10.
 """
 
 from __future__ import annotations
@@ -33,10 +36,10 @@ from pathlib import Path
 import torch
 
 from .data import DATASETS, SPLITS, PairDataset, load_pairs
-from .evaluate import encode_dataset
+from .evaluate import DEFAULT_KS, encode_dataset, recall_at_k
 from .longclip import load_longclip
 from .plots import save_figure
-from .train import STATE_FILE, TrainConfig, resolve_device, train
+from .train import STATE_FILE, TrainConfig, recall_row, resolve_device, train
 
 __all__ = ["Experiment", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "run_directory"]
 
@@ -100,6 +103,7 @@ class Experiment:
     accumulation: str = "naive"
     train_fraction: float = 1.0
     output_dir: str | None = None
+    runs_dir: str | None = None
     progress: bool = True
     _models: dict = field(default_factory=dict, init=False, repr=False)
 
@@ -117,7 +121,7 @@ class Experiment:
         ):
             if name is not None and name not in DATASETS:
                 raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
-            if name not in (None, "synthetic") and root is None:
+            if name not in (None, "synthetic", "synthetic-alt") and root is None:
                 raise ValueError(f"dataset {name!r} needs {root_name}, the folder holding it")
         if self.backbone != "toy" and not Path(self.backbone).expanduser().is_file():
             raise FileNotFoundError(
@@ -143,6 +147,11 @@ class Experiment:
         path = Path(chosen).expanduser()
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    @cached_property
+    def runs_path(self) -> Path:
+        """Where training runs are cached: ``runs_dir``, else ``output_dir/runs``."""
+        return Path(self.runs_dir).expanduser() if self.runs_dir else self.output_path / "runs"
 
     @cached_property
     def checkpoint(self) -> Path:
@@ -255,7 +264,7 @@ class Experiment:
         """Train (or load the stored result of) one configuration; returns :func:`~hnclip_core.train.train`'s
         result plus ``run_dir``. ``overrides`` are :class:`TrainConfig` fields, e.g. ``objective="clip"``."""
         config = self.train_config(**overrides)
-        run_dir = run_directory(self.output_path / "runs", config)
+        run_dir = run_directory(self.runs_path, config)
         stored = run_dir / "history.json"
         if stored.is_file():
             result = json.loads(stored.read_text())
@@ -265,6 +274,31 @@ class Experiment:
         resume = (run_dir / STATE_FILE).is_file()
         result = train(dataclasses.replace(config, output_dir=str(run_dir), resume=resume))
         return {**result, "run_dir": str(run_dir)}
+
+    def evaluate_on(self, dataset: str, data_root: str | None = None, result: dict | None = None,
+                    split: str = "test") -> dict:
+        """Recall@K of a run's final model (``result`` from :meth:`run`; None: the backbone, zero-shot) on
+        ``dataset``'s ``split``, as a flat row like the rows of a run's history (``t2i_r1``, ..., ``mean_r1``).
+
+        This is the cross-domain protocol of Tables A7 and A10: train on one benchmark, evaluate the same
+        weights on another. A run's score is stored in its folder and read back on the next call.
+        """
+        if dataset not in DATASETS:
+            raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
+        stored = None
+        if result is not None:
+            name = f"transfer-{dataset}-{split}-{hashlib.sha256(str(data_root).encode()).hexdigest()[:8]}.json"
+            stored = Path(result["run_dir"]) / name
+            if stored.is_file():
+                return json.loads(stored.read_text())
+        model, preprocess, tokenizer = self.load_model() if result is None else self.load_trained_model(result)
+        pairs = PairDataset(load_pairs(dataset, data_root, split), preprocess, tokenizer)
+        images, texts = encode_dataset(model, pairs, device=self.torch_device, progress=self.progress)
+        ks = tuple(result["config"]["eval_ks"]) if result is not None else DEFAULT_KS
+        row = {"dataset": dataset, **recall_row(recall_at_k(images, texts, ks))}
+        if stored is not None:
+            stored.write_text(json.dumps(row, indent=2))
+        return row
 
     @staticmethod
     def gradient_measurements(result: dict) -> list[dict]:

@@ -29,14 +29,16 @@ epochs 0 (zero-shot), 1, 2, ...::
       "fine_tuning":    {"clip": result, "hn+tok": result},        # with "history" for the per-epoch claims
       "fractions":      {"0.2": {"hn+tok": result, "clip": result}, "1": {"clip": result, ...}},
       "seeds":          {"0": {"hn+tok": result, "clip": result}, "1": {...}, ...},
+      "transfer":       {"synthetic": {"hn+tok": {"synthetic-alt": {"zero_shot": row, "last": row}, ...}, ...}},
+      "temperature":    {"25": {"0": result, "0.5": result, ...}, "100": {...}},     # fixed s × γ
       "diagnostics":    [{"epoch": 1, "measurements": 4, "solved_clip": 0.8, "solved_hn": 0.1,
                           "grad_zero_clip": 0.4, "median_grad_ratio": 1e3, "cosine_mean": 0.5, ...}, ...],
       "geometry":       {"mean_pairwise": 0.84, "mean_hardest": 0.93, ...},
       "sources":        {"fine_tuning": "fine_tuning.json in runs/tutorial", ...},   # shown beside our numbers
     }
 
-Keys of ``gamma``, ``gamma_transfer``, ``fractions`` and ``seeds`` are numbers written as strings (as the
-notebooks' JSON has them); ``"0.5"``, ``"0.50"`` and ``0.5`` are the same γ. Objective names are
+Keys of ``gamma``, ``gamma_transfer``, ``fractions``, ``seeds`` and ``temperature`` are numbers written as
+strings (as the notebooks' JSON has them); ``"0.5"``, ``"0.50"`` and ``0.5`` are the same γ. Objective names are
 :class:`hnclip_core.objective.Objective`'s: ``clip`` (InfoNCE, Eq. 1), ``tok`` (+ L_tok), ``hn`` (L_HN,
 Eq. 2), ``hn+tok`` (HN-CLIP, Eq. 3). ``diagnostics`` rows are
 :meth:`hnclip_core.diagnostics.GradientMonitor.summary` rows, one per epoch, of the gradient-dynamics run
@@ -45,8 +47,9 @@ Eq. 2), ``hn+tok`` (HN-CLIP, Eq. 3). ``diagnostics`` rows are
 :func:`measurements_from_outputs` builds this dict from what a tutorial run writes: ``ablations.json``
 (``gamma``, ``components``, ``margin_source``), ``fine_tuning.json`` (``fine_tuning``), ``saturation.json``
 (``diagnostics``), ``geometry.json`` (``geometry``), optionally ``results/calibration.json`` (``seeds``) and
-the ``ablations.json`` of a second run evaluated on another benchmark (``gamma_transfer``). No notebook
-writes ``fractions`` yet.
+the ``ablations.json`` of a second run evaluated on another benchmark (``gamma_transfer``), and the full
+ablation grids' ``results/ablations.json`` (:mod:`hnclip_core.ablations`), whose sections replace the
+tutorial-scale ones.
 """
 
 from __future__ import annotations
@@ -84,6 +87,10 @@ __all__ = [
 PAPER_DIR = Path(__file__).resolve().parent.parent / "results" / "paper"
 #: The project's committed calibration over seeds (read by :func:`measurements_from_outputs`).
 CALIBRATION_FILE = Path(__file__).resolve().parent.parent / "results" / "calibration.json"
+ABLATIONS_FILE = CALIBRATION_FILE.with_name("ablations.json")
+#: Sections of the measurements dict that the ablation grids produce (:mod:`hnclip_core.ablations`).
+ABLATION_SECTIONS = ("gamma", "gamma_transfer", "components", "margin_source", "fractions", "seeds", "transfer",
+                     "temperature")
 
 STATUSES = ("reproduced", "not reproduced", "not measured")
 OBJECTIVES = ("clip", "tok", "hn", "hn+tok")
@@ -317,6 +324,7 @@ SATURATION_THRESHOLD = 0.5  # share of first-epoch batches with L_CLIP < 1e-3
 ACTIVE_THRESHOLD = 0.2  # share of batches with L_HN ≥ 1e-3, every epoch
 GRAD_RATIO_THRESHOLD = 100.0  # per-epoch median ‖∇L_HN‖ / ‖∇L_CLIP‖ (the paper's lower end, 10²)
 SEED_SPREAD_MAX = 1.5  # R@1 points
+PLATEAU_PRODUCTS = (25.0, 100.0)  # s·γ of the paper's γ plateau [0.25, 1] at s ≈ 100 (Table 3a, App. B.2)
 GEOMETRY_MIN = {"mean_pairwise": 0.80, "mean_hardest": 0.90}
 _EPS = 1e-9  # R@1 values are multiples of 100/N; differences below this are float noise
 
@@ -786,6 +794,78 @@ def _paper_geometry():
     return {k: f"{min(r.values[k] for r in rows):.2f}–{max(r.values[k] for r in rows):.2f}" for k in GEOMETRY_MIN}
 
 
+def _check_cross_domain(m):
+    transfer = _section(m, "transfer")
+    if not isinstance(transfer, Mapping):
+        raise TypeError("measurements['transfer'] must be a dict {train benchmark: {objective: {test: rows}}}")
+    ours, failures, directions = {}, [], 0
+    for train, methods in transfer.items():
+        if not isinstance(methods, Mapping) or METHOD not in methods:
+            continue
+        for test, rows in methods[METHOD].items():
+            if test == train:
+                continue
+            where = f"transfer[{train!r}]"
+            ours_value = _last(rows, f"{where}['hn+tok'][{test!r}]")
+            zero = _metric(_entry(rows, "zero_shot", where), "mean_r1", f"{where} zero-shot")
+            baselines = {b: _last(methods[b][test], f"{where}[{b!r}][{test!r}]") for b in BASELINE_OBJECTIVES
+                         if isinstance(methods.get(b), Mapping) and test in methods[b]}
+            if not baselines:
+                continue
+            directions += 1
+            strongest = max(baselines, key=baselines.get)
+            ours[f"{train}→{test}: hn+tok / {strongest} / zero-shot avg R@1"] = [ours_value, baselines[strongest],
+                                                                                  zero]
+            if not (_gt(ours_value, baselines[strongest]) and _gt(ours_value, zero)):
+                failures.append(f"{train}→{test}")
+    if not directions:
+        raise NotMeasured("transfer has no cross-domain evaluation of hn+tok beside a baseline")
+    if failures:
+        return False, ours, f"hn+tok is not ahead of the strongest baseline and zero-shot on {', '.join(failures)}"
+    return True, ours, f"hn+tok leads the strongest baseline and zero-shot in all {directions} cross-domain " \
+                       "direction(s)"
+
+
+def _paper_cross_domain():
+    out = {}
+    for train, test in (("DCI", "DOCCI"), ("DOCCI", "DCI")):
+        setting = f"trained on {train}"
+        baselines = {b: _paper_mean_r1("A10", b, test, setting) for b in ("FineLIP", "GOAL", "StructXLIP")}
+        strongest = max(baselines, key=baselines.get)
+        out[f"{train}→{test}: HN-CLIP / {strongest} / zero-shot avg R@1"] = [
+            _paper_mean_r1("A10", "HN-CLIP", test, setting), baselines[strongest],
+            _paper_mean_r1("A10", "Long-CLIP", test, f"labelled 'trained on {train}'")]
+    return out
+
+
+def _check_temperature(m):
+    grid = {s: _by_number(by_gamma, f"temperature[{_g(s)!r}]")
+            for s, by_gamma in _by_number(_section(m, "temperature"), "measurements['temperature']").items()}
+    low, high = PLATEAU_PRODUCTS
+    ours, failures, tested = {}, [], 0
+    for s, by_gamma in sorted(grid.items()):
+        if 0.0 not in by_gamma:
+            continue
+        base = _last(by_gamma[0.0], f"temperature[{_g(s)!r}]['0']")
+        for g, result in sorted(by_gamma.items()):
+            if g > 0 and low - _EPS <= s * g <= high + _EPS:
+                value = _last(result, f"temperature[{_g(s)!r}][{_g(g)!r}]")
+                tested += 1
+                ours[f"s={_g(s)} γ={_g(g)} (s·γ {_g(s * g)}) − γ=0"] = value - base
+                if not _gt(value, base):
+                    failures.append(f"s={_g(s)}, γ={_g(g)}")
+    if not tested:
+        raise NotMeasured(f"temperature has no s with γ = 0 and a γ > 0 whose s·γ lies in [{low:g}, {high:g}]")
+    if failures:
+        return False, ours, f"not above γ = 0 at the same s: {', '.join(failures)}"
+    return True, ours, f"all {tested} (s, γ) with s·γ in [{low:g}, {high:g}] beat γ = 0 at their s"
+
+
+def _paper_temperature():
+    return {"in-domain γ plateau at s ≈ 100 (Table 3a)": "γ ∈ [0.25, 1], i.e. s·γ ∈ [25, 100]",
+            "App. B.2": "the boost enters as s·γ·Ḡ, so the plateau covers a corresponding range of s"}
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("geometry", "Dense-caption benchmarks are crowded with near-duplicate captions.", "Table A1, Fig. 1",
           f"geometry: mean pairwise caption cosine ≥ {GEOMETRY_MIN['mean_pairwise']} and mean hardest-companion "
@@ -851,6 +931,15 @@ CLAIMS: tuple[Claim, ...] = (
           f"seeds: over ≥ 2 seeds of hn+tok, max − min of last-epoch T→I R@1 and of I→T R@1 are both ≤ "
           f"{SEED_SPREAD_MAX} points",
           ("seeds",), _check_seeds, _paper_seeds),
+    Claim("cross_domain", "Trained on one benchmark, HN-CLIP stays ahead on another.", "Table A10, Table A7, §3.4",
+          "transfer: for every cross-domain (train ≠ test) evaluation, last-epoch average R@1 of hn+tok > that of "
+          "the strongest baseline (clip/tok) trained on the same benchmark, and > the zero-shot backbone",
+          ("transfer",), _check_cross_domain, _paper_cross_domain),
+    Claim("temperature_plateau", "The γ plateau covers a corresponding range of temperatures (s and γ act through "
+          "s·γ).", "§3.5, App. B.2",
+          f"temperature (s fixed): for every s with a γ = 0 run, every γ > 0 with s·γ in "
+          f"[{PLATEAU_PRODUCTS[0]:g}, {PLATEAU_PRODUCTS[1]:g}] has last-epoch average R@1 > γ = 0 at that s",
+          ("temperature",), _check_temperature, _paper_temperature),
 )
 
 
@@ -905,14 +994,17 @@ def measurements_from_outputs(
     output_dir: str | Path | None,
     calibration: str | Path | bool | None = None,
     transfer_dir: str | Path | None = None,
+    ablations: str | Path | bool | None = None,
 ) -> dict:
     """The measurements dict from a tutorial run's results files (missing files leave sections out).
 
     ``output_dir`` holds ``geometry.json``, ``saturation.json``, ``fine_tuning.json`` and ``ablations.json``
-    (what chapters 1–4 write). ``calibration`` adds ``seeds`` from a calibration file (``True``: the committed
+    (what chapters 1–4 write; chapter 4's reduced studies included). ``calibration`` adds ``seeds`` from a
+    calibration file (``True``: the committed
     ``results/calibration.json``). ``transfer_dir`` is the output folder of a second run of chapter 4 evaluated
-    on another benchmark (``eval_dataset``): its γ sweep becomes ``gamma_transfer``. ``sources`` records which
-    file each section came from.
+    on another benchmark (``eval_dataset``): its γ sweep becomes ``gamma_transfer``. ``ablations`` is the
+    collected full ablation grids (``True``: the committed ``results/ablations.json``); its sections replace
+    the tutorial-scale ones. ``sources`` records which file each section came from.
     """
     measurements: dict = {}
     sources: dict[str, str] = {}
@@ -936,6 +1028,10 @@ def measurements_from_outputs(
             for section in ("gamma", "components", "margin_source"):
                 measurements[section] = _require(data, [section], path)
                 sources[section] = path.name
+            for section in ("fractions", "seeds", "transfer", "temperature"):  # chapter 4's reduced studies
+                if data.get(section):
+                    measurements[section] = data[section]
+                    sources[section] = path.name
     if calibration:
         path = CALIBRATION_FILE if calibration is True else Path(calibration)
         runs = _require(_read_json(path), ["runs"], path)
@@ -945,5 +1041,14 @@ def measurements_from_outputs(
         path = Path(transfer_dir) / "ablations.json"
         measurements["gamma_transfer"] = _require(_read_json(path), ["gamma"], path)
         sources["gamma_transfer"] = f"{path.name} (transfer run)"
+    if ablations:
+        path = ABLATIONS_FILE if ablations is True else Path(ablations)
+        data = _read_json(path)
+        if not isinstance(data, Mapping) or "studies" not in data:
+            raise ValueError(f"{path}: expected the file `python -m hnclip_core.ablations` writes")
+        for section in ABLATION_SECTIONS:
+            if data.get(section):
+                measurements[section] = data[section]
+                sources[section] = f"{path.name} (full grid)"
     measurements["sources"] = sources
     return measurements

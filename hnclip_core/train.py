@@ -35,10 +35,13 @@ from tqdm.auto import tqdm
 from .data import PairDataset, load_pairs
 from .distributed import average_gradients, init_distributed
 from .evaluate import DEFAULT_KS, encode_dataset, mean_recall, recall_at_k
+from .geometry import caption_similarity_stats
 from .longclip import keep_first_positions_frozen, load_longclip, longclip_param_groups
 from .objective import ACCUMULATION_MODES, MicroBatch, Objective, accumulated_losses
 
-__all__ = ["TrainConfig", "train", "resolve_device", "training_subset", "epoch_batches", "TrainingDiverged"]
+__all__ = [
+    "TrainConfig", "train", "recall_row", "resolve_device", "training_subset", "epoch_batches", "TrainingDiverged",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +70,7 @@ class TrainConfig:
         "Long-CLIP-format checkpoint (longclip-L.pt, longclip-B.pt, ...); default: the embedded toy "
         "Long-CLIP",
     )
-    dataset: str = _option("synthetic", "benchmark name: docci, dci, long-dci, urban1k, vg or synthetic")
+    dataset: str = _option("synthetic", "benchmark name: docci, dci, long-dci, urban1k, vg, synthetic or synthetic-alt")
     data_root: str | None = _option(None, "folder holding the benchmark (not needed for synthetic)")
     train_split: str = _option("train", "split to fine-tune on")
     eval_split: str = _option("test", "split to evaluate on every epoch")
@@ -88,6 +91,11 @@ class TrainConfig:
         "recomputed",
         "Ḡ from the live text encoder (recomputed) or from a frozen copy of the initial one "
         "(frozen, Table 3c)",
+    )
+    logit_scale: float | None = _option(
+        None,
+        "fix the inverse temperature s at this value (not learned; the s × γ study of App. B.2); default: "
+        "learned, initialised from the checkpoint",
     )
     # optimisation (§3.1, App. D.1)
     lr: float = _option(2e-6, "AdamW learning rate (paper: 2e-6)")
@@ -132,6 +140,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.micro_batch_size * self.accumulation_steps < 2:
             raise ValueError("a contrastive batch needs at least 2 pairs")
+        if self.logit_scale is not None and not self.logit_scale > 0:
+            raise ValueError(f"logit_scale must be positive, got {self.logit_scale}")
         if self.resume and not self.output_dir:
             raise ValueError("resume needs the output_dir of the run to continue")
         self.eval_ks = tuple(int(k) for k in self.eval_ks)
@@ -206,7 +216,8 @@ def _atomic_torch_save(obj, path: Path) -> None:
         tmp_path.unlink(missing_ok=True)
 
 
-def _flat_recalls(recalls: dict[str, dict[int, float]]) -> dict[str, float]:
+def recall_row(recalls: dict[str, dict[int, float]]) -> dict[str, float]:
+    """:func:`~hnclip_core.evaluate.recall_at_k`'s nested result as one flat row: ``t2i_r1``, ..., ``mean_r1``."""
     flat = {f"{direction}_r{k}": value for direction, by_k in recalls.items() for k, value in by_k.items()}
     flat["mean_r1"] = mean_recall(recalls, 1)
     return flat
@@ -234,6 +245,10 @@ class _Run:
         self.model, preprocess, tokenizer = load_longclip(checkpoint, device=self.device)
         self.model.train()
         keep_first_positions_frozen(self.model)
+        if config.logit_scale is not None:
+            with torch.no_grad():
+                self.model.logit_scale.fill_(math.log(config.logit_scale))
+            self.model.logit_scale.requires_grad_(False)
 
         train_pairs = load_pairs(config.dataset, config.data_root, config.train_split)
         subset = training_subset(len(train_pairs), config.train_fraction, config.seed).tolist()
@@ -301,11 +316,19 @@ class _Run:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
+        """Recall@K of the evaluation split, and the geometry of its captions under the current text encoder
+        (the mean off-diagonal caption similarity is the mean of the Ḡ that a recomputed boost applies: its
+        decay over epochs is the implicit annealing of App. B.2)."""
         images, texts = encode_dataset(
             self.model, self.eval_set, self.config.eval_batch_size, self.device,
             num_workers=self.config.num_workers, progress=self.progress,
         )
-        return _flat_recalls(recall_at_k(images, texts, self.config.eval_ks))
+        geometry = caption_similarity_stats(texts, max_pairwise_values=0)
+        return {
+            **recall_row(recall_at_k(images, texts, self.config.eval_ks)),
+            "caption_mean_similarity": geometry.mean_pairwise,
+            "caption_hardest_similarity": geometry.mean_hardest,
+        }
 
     # ------------------------------------------------------------------ state
     def state_path(self) -> Path | None:

@@ -317,7 +317,7 @@ def test_vg_errors(tmp_path: Path, vg_root: Path):
 
 
 def test_load_pairs_dispatches_by_name_and_accepts_str_roots(docci_root, dci_root, urban_root, vg_root):
-    assert DATASETS == ("docci", "dci", "long-dci", "urban1k", "vg", "synthetic")
+    assert DATASETS == ("docci", "dci", "long-dci", "urban1k", "vg", "synthetic", "synthetic-alt")
     assert load_pairs("docci", str(docci_root), "test") == docci.load_docci_pairs(docci_root, "test")
     assert names(load_pairs("dci", str(dci_root), "test")) == ["sa_20.jpg", "sa_10.jpg"]
     assert len(load_pairs("long-dci", dci_root, "test")) == 4
@@ -326,7 +326,7 @@ def test_load_pairs_dispatches_by_name_and_accepts_str_roots(docci_root, dci_roo
 
 
 def test_load_pairs_rejects_unknown_names_splits_and_missing_root(docci_root: Path):
-    with pytest.raises(ValueError, match="docci, dci, long-dci, urban1k, vg, synthetic"):
+    with pytest.raises(ValueError, match="docci, dci, long-dci, urban1k, vg, synthetic, synthetic-alt"):
         load_pairs("coco", docci_root, "test")
     with pytest.raises(ValueError, match="valid splits: test$"):
         load_pairs("urban1k", docci_root, "train")

@@ -109,3 +109,23 @@ def test_trained_model_training_batch_and_measurements(tiny_checkpoint, tiny_ben
     assert json.loads(path.read_text()) == {"a": 1.5} and exp.load_json("numbers") == {"a": 1.5}
     with pytest.raises(FileNotFoundError, match="run the notebook that writes missing.json first"):
         exp.load_json("missing")
+
+
+def test_evaluate_on_another_benchmark_and_a_shared_run_cache(tiny_checkpoint, tiny_benchmark, tmp_path):
+    shared = tmp_path / "shared-runs"
+    exp = tiny_experiment(tiny_checkpoint, tiny_benchmark, tmp_path, runs_dir=str(shared))
+    result = exp.run(objective="clip")
+    assert result["run_dir"].startswith(str(shared))
+    other = tiny_experiment(tiny_checkpoint, tiny_benchmark, tmp_path / "elsewhere", runs_dir=str(shared))
+    assert other.run(objective="clip")["history"] == result["history"]  # read from the shared cache
+
+    # the same benchmark through evaluate_on gives the run's own last-epoch and zero-shot evaluation
+    last = exp.evaluate_on("synthetic", str(tiny_benchmark), result)
+    zero = exp.evaluate_on("synthetic", str(tiny_benchmark))
+    for key in ("t2i_r1", "i2t_r5", "mean_r1"):
+        assert last[key] == pytest.approx(result["last"][key])
+        assert zero[key] == pytest.approx(result["zero_shot"][key])
+    stored = list((shared / result["run_dir"].split("/")[-1]).glob("transfer-synthetic-test-*.json"))
+    assert len(stored) == 1 and json.loads(stored[0].read_text())["mean_r1"] == last["mean_r1"]
+    with pytest.raises(ValueError, match="unknown dataset 'coco'"):
+        exp.evaluate_on("coco")

@@ -6,11 +6,14 @@ import jupytext
 import nbformat
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
+CHAPTERS = sorted(FOLDER.glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))  # the chapters and the ablation-run notebook of the grids
 
 
-def test_all_five_chapters_are_there():
-    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05"]
+def test_all_five_chapters_and_the_ablation_notebook_are_there():
+    assert [p.stem[:2] for p in CHAPTERS] == ["01", "02", "03", "04", "05"]
+    assert {p.name for p in NOTEBOOKS} - {p.name for p in CHAPTERS} == {"ablation_run.ipynb"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

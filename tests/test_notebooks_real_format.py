@@ -12,8 +12,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from hnclip_core.ablations import collect
+from hnclip_core.batch import run_grid
 from hnclip_core.data import load_pairs
 from hnclip_core.data.synthetic import SyntheticConfig, write_synthetic_benchmark
+from hnclip_core.scorecard import build_scorecard
 from hnclip_core.tutorial import chapter_notebooks, run_tutorial
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -46,6 +49,8 @@ def tutorial_run(tmp_path_factory, tiny_checkpoint, docci_root, urban_root):
         "eval_dataset": "urban1k", "eval_data_root": str(urban_root), "device": "cpu",
         "micro_batch_size": 4, "accumulation_steps": 2, "epochs": 1, "dynamics_epochs": 1,
         "train_fraction": 1.0, "dynamics_fraction": 1.0, "in_batch_size": 8, "gammas": [0.0, 0.5],
+        "fractions": [0.5, 1.0], "seeds": [0], "transfer_dataset": "docci", "transfer_data_root": str(docci_root),
+        "logit_scales": [25.0], "temperature_gammas": [0.0, 1.0],
     }
     return output, run_tutorial(output, NOTEBOOKS, overrides, progress=False)
 
@@ -77,6 +82,8 @@ def test_chapters_used_the_given_checkpoint_and_both_formats(tutorial_run, tiny_
     assert saturation["dynamics"]["diagnostics"][0]["measurements"] >= 1
     ablations = json.loads((output / "ablations.json").read_text())
     assert set(ablations["gamma"]) == {"0", "0.5"}
+    assert set(ablations["fractions"]) == {"0.5", "1"} and set(ablations["temperature"]["25"]) == {"0", "1"}
+    assert set(ablations["transfer"]["docci"]["hn+tok"]) == {"urban1k", "docci"}
     assert sorted(p.name for p in (output / "figures").glob("*.png"))  # figures were written
 
 
@@ -86,3 +93,32 @@ def test_unknown_or_mistyped_tutorial_parameter_is_refused_before_running(tmp_pa
     with pytest.raises(ValueError, match="parameter 'epochs' expects int"):
         run_tutorial(tmp_path, NOTEBOOKS, {"epochs": "three"}, progress=False)
     assert not (tmp_path / "notebooks").exists()
+
+
+def test_an_ablation_grid_runs_on_real_format_data_and_is_collected(tmp_path, monkeypatch, tiny_checkpoint,
+                                                                     docci_root, urban_root):
+    """The ablation-run notebook as a grid point: DOCCI-format training, Urban-1K-format transfer evaluation
+    (the real settings DCI→DOCCI / DOCCI→Long-DCI are the same parameters), relative paths taken from the
+    directory the grid is launched in, and one run cache shared by the points."""
+    monkeypatch.chdir(tmp_path)
+    spec = {
+        "notebook": str(NOTEBOOKS / "ablation_run.ipynb"),
+        "output_dir": "grids/transfer",
+        "parameters": {
+            "backbone": str(tiny_checkpoint), "dataset": "docci", "data_root": str(docci_root), "device": "cpu",
+            "epochs": 1, "train_fraction": 1.0, "micro_batch_size": 4, "accumulation_steps": 2,
+            "transfer": {"urban1k": str(urban_root)}, "runs_dir": "cache",
+        },
+        "grid": {"objective": ["clip", "hn+tok"]},
+    }
+    results = run_grid(spec, progress=False, quiet=True)
+    assert [r.status for r in results] == ["ok", "ok"], [r.error for r in results]
+    assert len(list((tmp_path / "cache").glob("*/history.json"))) == 2  # runs_dir resolved from the launch dir
+    collected = collect(tmp_path / "grids", ["transfer"])
+    transfer = collected["transfer"]["docci"]
+    assert set(transfer) == {"clip", "hn+tok"} and set(transfer["hn+tok"]) == {"docci", "urban1k"}
+    run = json.loads((tmp_path / "grids" / "transfer" / "objective=hn+tok" / "run.json").read_text())
+    assert run["result"]["config"]["checkpoint"] == str(tiny_checkpoint)
+    assert run["transfer"]["urban1k"]["last"]["mean_r1"] == transfer["hn+tok"]["urban1k"]["last"]["mean_r1"]
+    verdict = next(r for r in build_scorecard({"transfer": collected["transfer"]}) if r.claim_id == "cross_domain")
+    assert verdict.status in ("reproduced", "not reproduced") and "docci→urban1k" in str(verdict.ours)

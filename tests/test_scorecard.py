@@ -207,6 +207,12 @@ def run(t2i, i2t=None, history=None, zero=20.0):
     return {"zero_shot": zero_row, "best": last, "last": last, "history": [zero_row, *(epochs or [last])]}
 
 
+def transferred(**mean_r1_by_test):
+    """One method's evaluations on several test benchmarks: {test: {"zero_shot": row, "last": row}}."""
+    return {test: {"zero_shot": run(20.0)["zero_shot"], "last": run(value)["last"]}
+            for test, value in mean_r1_by_test.items()}
+
+
 def diag(**per_epoch):
     """Two epochs of diagnostics; each keyword gives the two epochs' values of one key."""
     base = {"measurements": 4, "solved_clip": 0.8, "solved_hn": 0.5, "grad_zero_clip": 0.0,
@@ -251,6 +257,19 @@ CASES = {
                         {"fractions": {"20%": {"hn+tok": run(27.0)}, "100%": {"clip": run(28.0)}}}),
     "seed_spread": ({"seeds": {"0": {"hn+tok": run(30.0, 29.0)}, "1": {"hn+tok": run(30.5, 29.3)}}},
                     {"seeds": {"0": {"hn+tok": run(30.0, 29.0)}, "1": {"hn+tok": run(32.0, 29.3)}}}),
+    "cross_domain": (
+        {"transfer": {"a": {"hn+tok": transferred(a=30.0, b=26.0), "clip": transferred(a=28.0, b=24.0),
+                            "tok": transferred(a=28.5, b=25.0)},
+                      "b": {"hn+tok": transferred(b=31.0, a=27.0), "clip": transferred(b=29.0, a=25.5)}}},
+        # in-domain ahead, but behind tok on the cross-domain a → b direction
+        {"transfer": {"a": {"hn+tok": transferred(a=30.0, b=24.5), "clip": transferred(a=28.0, b=24.0),
+                            "tok": transferred(a=28.5, b=25.0)}}}),
+    "temperature_plateau": (
+        {"temperature": {"25": {"0": run(20.0), "1": run(22.0), "8": run(10.0)},
+                         "100": {"0": run(20.0), "0.25": run(21.0), "0.5": run(23.0), "1": run(22.0)}}},
+        # at s = 25, γ = 1 (s·γ 25, inside the plateau) does not beat γ = 0
+        {"temperature": {"25": {"0": run(20.0), "1": run(19.0)},
+                         "100": {"0": run(20.0), "0.25": run(21.0), "0.5": run(23.0), "1": run(22.0)}}}),
 }
 
 # Measurements that have the claim's section but not everything the claim needs.
@@ -271,6 +290,8 @@ INCOMPLETE = {
     "milder_gamma_transfers": {"gamma_transfer": {"0": run(30.0), "0.5": run(29.0)}},
     "data_efficiency": {"fractions": {"0.2": {"hn+tok": run(29.0)}, "1": {"hn+tok": run(31.0)}}},
     "seed_spread": {"seeds": {"0": {"hn+tok": run(30.0)}, "1": {"clip": run(30.0)}}},
+    "cross_domain": {"transfer": {"a": {"hn+tok": transferred(a=30.0), "clip": transferred(a=28.0, b=24.0)}}},
+    "temperature_plateau": {"temperature": {"25": {"1": run(22.0)}, "100": {"0": run(20.0), "2": run(22.0)}}},
 }
 
 CLAIM_BY_ID = {c.id: c for c in CLAIMS}
@@ -384,6 +405,26 @@ def test_measurements_from_outputs_skips_missing_files_and_rejects_wrong_ones(tm
     (tmp_path / "saturation.json").write_text(json.dumps({"thresholds": {}}))
     with pytest.raises(ValueError, match="saturation.json: expected key dynamics/diagnostics"):
         measurements_from_outputs(tmp_path)
+
+
+def test_full_ablation_grids_replace_the_tutorial_sections(tmp_path):
+    _write_outputs(tmp_path / "tutorial")
+    ablations = tmp_path / "ablations.json"
+    ablations.write_text(json.dumps({
+        "studies": {"fractions": {"points": 2}},
+        "gamma": {"0": run(30.0), "0.5": run(25.0)},  # full grid: γ = 0 ahead, unlike the tutorial's sweep
+        "fractions": {"0.2": {"hn+tok": run(29.0)}, "1": {"clip": run(28.0), "tok": run(28.5)}},
+        "temperature": CASES["temperature_plateau"][0]["temperature"],
+    }))
+    m = measurements_from_outputs(tmp_path / "tutorial", ablations=ablations)
+    assert m["sources"]["gamma"] == "ablations.json (full grid)"
+    assert m["sources"]["components"] == "ablations.json"  # absent from the grids: the tutorial's stays
+    status = {r.claim_id: r.status for r in build_scorecard(m)}
+    assert status["gamma_beats_zero"] == "not reproduced"
+    assert status["data_efficiency"] == status["temperature_plateau"] == "reproduced"
+    (tmp_path / "other.json").write_text(json.dumps({"gamma": {}}))
+    with pytest.raises(ValueError, match="python -m hnclip_core.ablations"):
+        measurements_from_outputs(None, ablations=tmp_path / "other.json")
 
 
 def test_committed_calibration_gives_seeds():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import json
@@ -319,3 +320,18 @@ def test_default_config_generates_and_writes_quickly(tmp_path):
     print(f"\ndefault synthetic benchmark: {images} generated and written in {seconds:.2f} s")
     assert len(train) == 2000 and len(rows) == 3000
     assert 80 <= caption_stats([r["description"] for r in rows])["mean"] <= 130
+
+
+def test_synthetic_alt_is_the_same_scenes_in_the_other_voice(tmp_path):
+    from hnclip_core.data import DatasetLayoutError, load_pairs
+
+    config = SyntheticConfig(seed=5, num_train_families=2, num_test_families=2, image_size=32)
+    dense = write_synthetic_benchmark(tmp_path / "dense", config)
+    alt = write_synthetic_benchmark(tmp_path / "alt", dataclasses.replace(config, caption_style="dense-alt"))
+    dense_pairs, alt_pairs = load_pairs("synthetic", dense, "test"), load_pairs("synthetic-alt", alt, "test")
+    assert len(dense_pairs) == len(alt_pairs) == 8
+    for a, b in zip(dense_pairs, alt_pairs, strict=True):
+        assert a.caption != b.caption
+        assert a.load_image().tobytes() == b.load_image().tobytes()
+    with pytest.raises(DatasetLayoutError, match="not a synthetic benchmark with dense-alt captions"):
+        load_pairs("synthetic-alt", dense, "test")

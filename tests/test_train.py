@@ -140,3 +140,15 @@ def test_unreadable_image_stops_training_naming_the_file_or_is_skipped(tiny_chec
         train(tiny_config(tiny_checkpoint, bench, tmp_path / "strict", epochs=1))
     result = train(tiny_config(tiny_checkpoint, bench, tmp_path / "skip", epochs=1, skip_bad_images=True))
     assert [row["epoch"] for row in result["history"]] == [0, 1]
+
+
+def test_fixed_logit_scale_stays_fixed_and_history_records_caption_geometry(tiny_checkpoint, tiny_benchmark,
+                                                                            tmp_path):
+    result = train(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path, logit_scale=25.0, epochs=1))
+    assert result["history"][1]["logit_scale"] == pytest.approx(25.0)
+    learned = train(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / "learned", epochs=1))
+    assert learned["history"][1]["logit_scale"] != pytest.approx(100.0, abs=1e-6)  # learned: it moved
+    for row in result["history"]:
+        assert -1 <= row["caption_mean_similarity"] < row["caption_hardest_similarity"] <= 1
+    with pytest.raises(ValueError, match="logit_scale must be positive"):
+        tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path, logit_scale=0.0)

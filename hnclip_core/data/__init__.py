@@ -13,6 +13,8 @@ name           splits              module
 ``urban1k``    test                :mod:`.urban1k`
 ``vg``         train, val, test    :mod:`.vg` (Krause et al. paragraphs)
 ``synthetic``  train, test         built by :mod:`.synthetic` in DOCCI's format, read by :mod:`.docci`
+``synthetic-   train, test         the same scenes with ``dense-alt`` captions (another voice and
+alt``                              order): the target of the cross-domain study (App. E.3 analogue)
 =============  ==================  ==========================================================
 """
 
@@ -44,6 +46,7 @@ SPLITS: dict[str, tuple[str, ...]] = {
     "urban1k": ("test",),
     "vg": ("train", "val", "test"),
     "synthetic": ("train", "test"),
+    "synthetic-alt": ("train", "test"),
 }
 DATASETS: tuple[str, ...] = tuple(SPLITS)
 
@@ -59,8 +62,9 @@ _LOADERS: dict[str, Callable[[Path, str], list[ImageCaptionPair]]] = {
 def load_pairs(name: str, root: str | Path | None, split: str) -> list[ImageCaptionPair]:
     """Image–caption pairs of dataset ``name`` (one of :data:`DATASETS`), ``split``, stored under ``root``.
 
-    ``root=None`` is only allowed for ``"synthetic"``, whose benchmark is generated (once, cached) by
-    :func:`hnclip_core.data.synthetic.ensure_synthetic_benchmark` and read with the DOCCI reader.
+    ``root=None`` is only allowed for ``"synthetic"`` and ``"synthetic-alt"``, whose benchmarks are generated
+    (once, cached) by :func:`hnclip_core.data.synthetic.ensure_synthetic_benchmark` and read with the DOCCI
+    reader.
     Raises ``ValueError`` for an unknown name or split and :class:`DatasetLayoutError` when the files
     on disk do not match the dataset's expected layout.
     """
@@ -74,6 +78,19 @@ def load_pairs(name: str, root: str | Path | None, split: str) -> list[ImageCapt
 
         benchmark_root = ensure_synthetic_benchmark(None if root is None else Path(root))
         return load_docci_pairs(benchmark_root, split)
+    if name == "synthetic-alt":
+        from .synthetic import SyntheticConfig, ensure_synthetic_benchmark, read_config_record
+
+        if root is None:
+            return load_docci_pairs(ensure_synthetic_benchmark(None, SyntheticConfig(caption_style="dense-alt")), split)
+        record = read_config_record(Path(root))
+        style = None if record is None else record["config"].get("caption_style")
+        if style != "dense-alt":
+            raise DatasetLayoutError(
+                f"{root} is not a synthetic benchmark with dense-alt captions (config.json says caption_style "
+                f"{style!r}); write one with SyntheticConfig(caption_style='dense-alt') or pass no data root"
+            )
+        return load_docci_pairs(Path(root), split)
 
     if root is None:
         raise ValueError(f"{name} needs a data root (root=None is only allowed for 'synthetic')")

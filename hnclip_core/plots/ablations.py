@@ -1,0 +1,139 @@
+"""Figures of the ablation studies (chapter 5 and the ablation-run notebook): the drift of Ḡ (App. B.2),
+sample efficiency (Fig. 6), convergence over seeds (Fig. 5, A9) and the temperature × γ grid (App. B.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .training import _colour
+
+__all__ = ["plot_margin_annealing", "plot_sample_efficiency", "plot_seed_convergence", "plot_temperature_grid"]
+
+
+def plot_margin_annealing(runs: Mapping[str, Mapping]) -> Figure:
+    """Mean off-diagonal Ḡ per epoch: what the boost adds to the logits (Table 3c, App. B.2).
+
+    ``runs`` maps a label to a training result (with ``config``) whose history rows carry
+    ``caption_mean_similarity``, the mean caption–caption cosine of the test captions under the current text
+    encoder. A run with a *recomputed* Ḡ applies that live value; a run with a *frozen* Ḡ applies the
+    epoch-0 value throughout, drawn as a flat line beside the (dashed) live geometry of its encoder. The
+    legend gives the margin in logits, s·γ·Ḡ, before and after fine-tuning.
+    """
+    fig = Figure(figsize=(6.4, 3.6))
+    ax = fig.subplots()
+    for index, (label, result) in enumerate(runs.items()):
+        history = [h for h in result["history"] if "caption_mean_similarity" in h]
+        if not history:
+            continue
+        config = result.get("config", {})
+        epochs = [h["epoch"] for h in history]
+        live = [h["caption_mean_similarity"] for h in history]
+        frozen = config.get("margin_source") == "frozen"
+        applied = [live[0]] * len(live) if frozen else live
+        scale = config.get("logit_scale") or history[-1].get("logit_scale")
+        logits = (f"; s·γ·Ḡ {scale * config['gamma'] * applied[0]:.0f} → {scale * config['gamma'] * applied[-1]:.0f}"
+                  if scale and "gamma" in config else "")
+        colour = _colour(label, index)
+        ax.plot(epochs, applied, marker="o", color=colour, label=f"{label}: Ḡ applied{logits}")
+        if frozen:
+            ax.plot(epochs, live, linestyle="--", color=colour, alpha=0.6, label=f"{label}: its live encoder")
+    ax.set_xlabel("fine-tuning epoch (0 = before)")
+    ax.set_ylabel("mean off-diagonal Ḡ (test captions)")
+    ax.set_title("Ḡ per epoch: a recomputed margin relaxes as captions separate")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_sample_efficiency(fractions: Mapping[str, Mapping[str, Mapping]], reference: str | None = None) -> Figure:
+    """Fig. 6: last-epoch average R@1 against the share of training data, one line per method; the dotted
+    line is ``reference`` (the strongest baseline) at 100 %."""
+    keys = sorted(fractions, key=float)
+    methods = list(dict.fromkeys(m for runs in fractions.values() for m in runs))
+    fig = Figure(figsize=(5.6, 3.6))
+    ax = fig.subplots()
+    x = [100 * float(k) for k in keys]
+    for index, method in enumerate(methods):
+        ys = [fractions[k][method]["last"]["mean_r1"] if method in fractions[k] else np.nan for k in keys]
+        ax.plot(x, ys, marker="o", color=_colour(method, index), label=method)
+    full = fractions.get(max(keys, key=float), {})
+    if reference and reference in full:
+        ax.axhline(full[reference]["last"]["mean_r1"], linestyle=":", color=_colour(reference, 0),
+                   label=f"{reference} at 100 % (strongest baseline)")
+    zero_shot = next(iter(next(iter(fractions.values())).values()))["zero_shot"]["mean_r1"]
+    ax.axhline(zero_shot, linestyle="--", color=_colour("zero-shot", 0), linewidth=1, label="zero-shot")
+    ax.set_xscale("log")
+    ax.set_xticks(x, [f"{v:g} %" for v in x])
+    ax.set_xlabel("share of the training set (same subsets for every method)")
+    ax.set_ylabel("average R@1 (%)")
+    ax.set_title("Sample efficiency")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_seed_convergence(seeds: Mapping[str, Mapping[str, Mapping]]) -> Figure:
+    """Fig. 5 / A9 over seeds: per-epoch R@1 (average, T→I, I→T), mean over seeds with a ± 1 std band."""
+    methods = list(dict.fromkeys(m for runs in seeds.values() for m in runs))
+    fig = Figure(figsize=(12, 3.4))
+    axes = fig.subplots(1, 3, sharey=True)
+    for ax, (key, title) in zip(axes, (("mean_r1", "average R@1"), ("t2i_r1", "T→I R@1"), ("i2t_r1", "I→T R@1")),
+                                strict=True):
+        for index, method in enumerate(methods):
+            histories = [runs[method]["history"] for runs in seeds.values() if method in runs]
+            epochs = [h["epoch"] for h in histories[0]]
+            values = np.array([[h[key] for h in history] for history in histories])
+            mean = values.mean(axis=0)
+            std = values.std(axis=0, ddof=1) if len(histories) > 1 else np.zeros_like(mean)
+            colour = _colour(method, index)
+            ax.plot(epochs, mean, marker="o", color=colour, label=f"{method} ({len(histories)} seeds)")
+            ax.fill_between(epochs, mean - std, mean + std, color=colour, alpha=0.2)
+        ax.set_title(title)
+        ax.set_xlabel("fine-tuning epoch (0 = zero-shot)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("Recall@1 (%), mean ± std over seeds")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_temperature_grid(temperature: Mapping[str, Mapping[str, Mapping]]) -> Figure:
+    """App. B.2: average R@1 for fixed s × γ as a heat map, and against the product s·γ (one line per s):
+    if the boost acts through s·γ, the lines line up on the product axis."""
+    scales = sorted(temperature, key=float)
+    gammas = sorted({g for by_gamma in temperature.values() for g in by_gamma}, key=float)
+    grid = np.array([[temperature[s][g]["last"]["mean_r1"] if g in temperature[s] else np.nan for g in gammas]
+                     for s in scales])
+    fig = Figure(figsize=(11, 3.8))
+    heat_ax, line_ax = fig.subplots(1, 2)
+    image = heat_ax.imshow(grid, cmap="viridis", aspect="auto", origin="lower")
+    for i in range(len(scales)):
+        for j in range(len(gammas)):
+            if not np.isnan(grid[i, j]):
+                heat_ax.text(j, i, f"{grid[i, j]:.1f}", ha="center", va="center", color="white", fontsize=9)
+    heat_ax.set_xticks(range(len(gammas)), [f"{float(g):g}" for g in gammas])
+    heat_ax.set_yticks(range(len(scales)), [f"{float(s):g}" for s in scales])
+    heat_ax.set_xlabel("γ")
+    heat_ax.set_ylabel("fixed inverse temperature s")
+    heat_ax.set_title("average R@1 (last epoch)")
+    fig.colorbar(image, ax=heat_ax)
+    for index, s in enumerate(scales):
+        boosted = [g for g in gammas if float(g) > 0 and g in temperature[s]]
+        line_ax.plot([float(s) * float(g) for g in boosted], [temperature[s][g]["last"]["mean_r1"] for g in boosted],
+                     marker="o", color=_colour(f"s={s}", index), label=f"s = {float(s):g}")
+        if "0" in temperature[s]:
+            line_ax.axhline(temperature[s]["0"]["last"]["mean_r1"], linestyle=":", color=_colour(f"s={s}", index),
+                            linewidth=1)
+    line_ax.set_xscale("log")
+    line_ax.set_xlabel("s·γ (the boost's scale in logits per unit of Ḡ)")
+    line_ax.set_ylabel("average R@1 (%)")
+    line_ax.set_title("against the product (dotted: γ = 0 at that s)")
+    line_ax.grid(alpha=0.3)
+    line_ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,148 @@
+"""The ablation studies: grid files that run, results collected by their parameters, tables and figures."""
+
+import contextlib
+import json
+
+import pytest
+from matplotlib.figure import Figure
+
+from hnclip_core import ablations
+from hnclip_core.ablations import (
+    GRID_DIR,
+    REPOSITORY,
+    STUDIES,
+    collect,
+    components_table,
+    fractions_table,
+    margin_source_table,
+    seeds_table,
+    strongest_baseline,
+    temperature_table,
+    timing_table,
+    transfer_table,
+)
+from hnclip_core.batch import load_spec, run_grid
+from hnclip_core.plots.ablations import (
+    plot_margin_annealing,
+    plot_sample_efficiency,
+    plot_seed_convergence,
+    plot_temperature_grid,
+)
+from hnclip_core.scorecard import build_scorecard, measurements_from_outputs
+
+
+def test_every_study_has_a_grid_file_that_the_runner_accepts():
+    assert sorted(p.stem for p in GRID_DIR.glob("*.yaml")) == sorted(STUDIES)
+    expected_points = {"gamma": 5, "components": 4, "margin_source": 2, "fractions": 12, "seeds": 6,
+                       "transfer": 6, "temperature": 12}
+    with contextlib.chdir(REPOSITORY):
+        for study in STUDIES:
+            spec = load_spec(GRID_DIR / f"{study}.yaml")
+            assert spec.notebook.as_posix() == "notebooks/ablation_run.ipynb"
+            assert spec.output_dir.as_posix() == f"runs/ablations/{study}"  # collect() finds studies by name
+            assert spec.parameters["runs_dir"] == "runs/ablations/cache"
+            points = run_grid(spec, dry_run=True)  # checks every parameter name and type against the notebook
+            assert len(points) == expected_points[study], study
+
+
+def test_unknown_study_is_refused():
+    with pytest.raises(ValueError, match="unknown study"):
+        ablations.run_studies(["gama"], output=None)
+
+
+# ----------------------------------------------------------------------------------------- collected runs
+
+
+def result(mean, epochs=2, **config):
+    rows = [{"epoch": e, "t2i_r1": mean - 2 + e, "i2t_r1": mean - 2 + e, "mean_r1": mean - 2 + e,
+             **{f"{d}_r{k}": 50.0 for d in ("t2i", "i2t") for k in (5, 10, 25, 50)},
+             "caption_mean_similarity": 0.6 - 0.05 * e, "logit_scale": 100.0} for e in range(epochs + 1)]
+    return {"config": {"gamma": 0.5, "margin_source": "recomputed", "logit_scale": None, **config},
+            "zero_shot": rows[0], "best": rows[-1], "last": rows[-1], "history": rows}
+
+
+def write_study(root, study, points):
+    """A finished grid as the batch runner leaves it: batch_summary.json and one run.json per point."""
+    folder = root / study
+    entries = []
+    for index, (parameters, run, transfer) in enumerate(points):
+        name = f"point{index}"
+        (folder / name).mkdir(parents=True)
+        (folder / name / "run.json").write_text(json.dumps(
+            {"parameters": {"eval_dataset": parameters.get("dataset", "synthetic"), **parameters},
+             "result": run, "transfer": transfer}))
+        entries.append({"name": name, "parameters": parameters, "status": "ok", "seconds": 60.0})
+    entries.append({"name": "broken", "parameters": {}, "status": "failed", "seconds": 1.0})
+    (folder / "batch_summary.json").write_text(json.dumps({"points": entries}))
+
+
+@pytest.fixture()
+def grids(tmp_path):
+    alt = {"synthetic-alt": {"zero_shot": result(20)["last"], "last": result(24)["last"]}}
+    write_study(tmp_path, "gamma", [({"gamma": g}, result(20 + 10 * g), alt) for g in (0.0, 0.5, 1.0)])
+    write_study(tmp_path, "components", [({"objective": o}, result(v), {})
+                                         for o, v in (("clip", 20), ("tok", 21), ("hn", 25), ("hn+tok", 26))])
+    write_study(tmp_path, "margin_source", [({"margin_source": s}, result(v, margin_source=s), {})
+                                            for s, v in (("recomputed", 26), ("frozen", 23))])
+    write_study(tmp_path, "fractions", [({"train_fraction": f, "objective": o}, result(v + 10 * f), {})
+                                        for f in (0.05, 0.2, 1.0) for o, v in (("clip", 15), ("tok", 16),
+                                                                               ("hn+tok", 20))])
+    write_study(tmp_path, "seeds", [({"seed": s, "objective": o}, result(v + s), {})
+                                    for s in (0, 1, 2) for o, v in (("clip", 20), ("hn+tok", 25))])
+    write_study(tmp_path, "transfer", [
+        ({"dataset": d, "objective": o}, result(v), {other: {"zero_shot": result(18)["last"],
+                                                             "last": result(v - 3)["last"]}})
+        for d, other in (("synthetic", "synthetic-alt"), ("synthetic-alt", "synthetic"))
+        for o, v in (("clip", 20), ("hn+tok", 25))])
+    write_study(tmp_path, "temperature", [({"logit_scale": s, "gamma": g}, result(20 + (g > 0)), {})
+                                          for s in (50.0, 100.0) for g in (0.0, 0.5)])
+    return tmp_path
+
+
+def test_collect_keys_every_study_by_its_parameters(grids):
+    collected = collect(grids)
+    assert set(collected["studies"]) == set(STUDIES)
+    assert set(collected["gamma"]) == {"0", "0.5", "1"}
+    assert collected["gamma_transfer"]["1"]["last"]["mean_r1"] == 24
+    assert collected["studies"]["gamma"]["transfer_dataset"] == "synthetic-alt"
+    assert set(collected["fractions"]) == {"0.05", "0.2", "1"} and set(collected["fractions"]["1"]) == {
+        "clip", "tok", "hn+tok"}
+    assert set(collected["seeds"]) == {"0", "1", "2"}
+    assert set(collected["temperature"]) == {"50", "100"} and set(collected["temperature"]["50"]) == {"0", "0.5"}
+    # in-domain evaluation from training, cross-domain from the transfer evaluation
+    assert collected["transfer"]["synthetic"]["hn+tok"]["synthetic"]["last"]["mean_r1"] == 25
+    assert collected["transfer"]["synthetic"]["hn+tok"]["synthetic-alt"]["last"]["mean_r1"] == 22
+    study = collected["studies"]["seeds"]
+    assert study["points"] == 7 and study["completed"] == 6 and study["failed"] == ["broken"]
+    assert study["seconds"] == pytest.approx(361.0)
+
+
+def test_collected_grids_feed_the_scorecard(grids, tmp_path):
+    path = tmp_path / "ablations.json"
+    path.write_text(json.dumps(collect(grids)))
+    status = {r.claim_id: r.status for r in build_scorecard(measurements_from_outputs(None, ablations=path))}
+    assert status["gamma_beats_zero"] == status["components"] == status["recomputed_beats_frozen"] == "reproduced"
+    assert status["data_efficiency"] == "not reproduced"  # hn+tok at 20 %: 22 < tok at 100 %: 26
+    assert status["cross_domain"] == status["temperature_plateau"] == "reproduced"
+    assert status["seed_spread"] == "not reproduced"  # 25, 26, 27: spread 2 > 1.5
+
+
+def test_tables_and_figures(grids):
+    collected = collect(grids)
+    assert "L_tok ✓ · L_HN ✓ (HN-CLIP)" in components_table(collected["components"])
+    assert "| frozen |" in margin_source_table(collected["margin_source"])
+    fractions = fractions_table(collected["fractions"])
+    assert "| 5 % |" in fractions and "(tok)" in fractions
+    assert strongest_baseline(collected["fractions"]["1"]) == "tok"
+    seeds = seeds_table(collected["seeds"])
+    assert "| hn+tok | 3 | 26.0 ± 1.0 |" in seeds
+    transfer = transfer_table(collected["transfer"])
+    lines = [line for line in transfer.splitlines() if line.startswith("| synthetic → ")]
+    assert lines[0].startswith("| synthetic → synthetic (in-domain) | zero-shot |")
+    assert any(line.startswith("| synthetic → synthetic-alt | hn+tok |") for line in lines)
+    assert "(s·γ 25)" in temperature_table(collected["temperature"])
+    assert "| total |" in timing_table(collected["studies"])
+    for fig in (plot_margin_annealing(collected["margin_source"]),
+                plot_sample_efficiency(collected["fractions"], "tok"),
+                plot_seed_convergence(collected["seeds"]), plot_temperature_grid(collected["temperature"])):
+        assert isinstance(fig, Figure) and fig.axes
