@@ -37,6 +37,7 @@ import torch
 
 from .data import DATASETS, SPLITS, PairDataset, load_pairs
 from .evaluate import DEFAULT_KS, encode_dataset, recall_at_k
+from .frameworks import build_framework
 from .longclip import load_longclip
 from .plots import save_figure
 from .train import STATE_FILE, TrainConfig, recall_row, resolve_device, train
@@ -49,19 +50,34 @@ OUTPUT_DIR_VARIABLE = "HNCLIP_OUTPUT_DIR"
 PAPER_LR = 2e-6
 #: TrainConfig fields that do not change what a run computes (left out of the run's identity).
 _NOT_IDENTITY = ("output_dir", "resume", "progress", "device", "num_workers", "eval_batch_size", "save_state")
+#: Fields added after runs were first cached: left out of the identity at these (default) values, so the runs
+#: cached before they existed keep their folders.
+_OMITTED_AT_DEFAULT = {"framework": "longclip", "caption_augmentation": "none", "segment_file": None}
+
+
+def _identity(values: dict) -> dict:
+    """The part of a configuration (as a dict) that decides what a run computes."""
+    identity = {
+        k: v for k, v in values.items()
+        if k not in _NOT_IDENTITY and not (k in _OMITTED_AT_DEFAULT and v == _OMITTED_AT_DEFAULT[k])
+    }
+    identity["eval_ks"] = list(identity["eval_ks"])
+    return identity
 
 
 def _config_identity(config: TrainConfig) -> dict:
-    values = {k: v for k, v in asdict(config).items() if k not in _NOT_IDENTITY}
-    values["eval_ks"] = list(values["eval_ks"])
-    return values
+    return _identity(asdict(config))
 
 
 def run_directory(runs_dir: str | Path, config: TrainConfig) -> Path:
-    """``runs_dir/<objective>-<12 hex digits of the configuration's hash>``: one folder per distinct run."""
+    """``runs_dir/[<framework>-]<objective>-<12 hex digits of the configuration's hash>``: one folder per distinct
+    run (the framework is named unless it is the default ``longclip``)."""
     identity = json.dumps(_config_identity(config), sort_keys=True)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
-    return Path(runs_dir) / f"{config.objective.replace('+', '_')}-{digest}"
+    prefix = config.objective.replace("+", "_")
+    if config.framework != "longclip":
+        prefix = f"{config.framework}-{prefix}"
+    return Path(runs_dir) / f"{prefix}-{digest}"
 
 
 def _type_name(hint) -> str:
@@ -199,9 +215,12 @@ class Experiment:
         if not state_path.is_file():
             raise FileNotFoundError(f"{state_path} is missing: the run was made with save_state=False")
         model, preprocess, tokenizer = load_longclip(self.checkpoint, device=self.torch_device)
+        # The framework's modules (peft adapters, FineLIP's refiners) must exist for the saved state to load.
+        framework = build_framework(result["config"].get("framework", "longclip"))
+        model = framework.prepare_model(model)
         state = torch.load(state_path, map_location=self.torch_device, weights_only=True)
         model.load_state_dict(state["model"])
-        return model.eval(), preprocess, tokenizer
+        return framework.unwrap_for_inference(model).eval(), preprocess, tokenizer
 
     def pairs(self, split: str = "test", evaluation: bool = True):
         """Image–caption pairs of the evaluation (default) or training dataset."""
@@ -268,8 +287,7 @@ class Experiment:
         stored = run_dir / "history.json"
         if stored.is_file():
             result = json.loads(stored.read_text())
-            stored_identity = {k: v for k, v in result["config"].items() if k not in _NOT_IDENTITY}
-            if result["last"]["epoch"] == config.epochs and stored_identity == _config_identity(config):
+            if result["last"]["epoch"] == config.epochs and _identity(result["config"]) == _config_identity(config):
                 return {**result, "run_dir": str(run_dir)}
         resume = (run_dir / STATE_FILE).is_file()
         result = train(dataclasses.replace(config, output_dir=str(run_dir), resume=resume))

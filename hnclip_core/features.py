@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["EncodedBatch", "encode_images", "encode_texts", "encode_batch"]
+__all__ = [
+    "EncodedBatch", "encode_images", "encode_texts", "encode_batch", "text_hidden_states", "encode_images_with_hidden",
+]
 
 
 @dataclass
@@ -48,15 +50,41 @@ def encode_images(model, images: torch.Tensor, with_tokens: bool = False):
     return pooled, tokens @ model.visual.proj
 
 
-def encode_texts(model, token_ids: torch.Tensor, with_tokens: bool = False):
-    """Text embeddings ``[B, D]`` (end-of-text pooling, as ``CLIP.encode_text``); with ``with_tokens``
-    also every position's projected state ``[B, L', D]`` and the trimmed ids ``[B, L']``."""
-    length = int((token_ids != 0).sum(dim=1).max().clamp(min=1))
+def encode_images_with_hidden(model, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Image embeddings ``[B, D]`` and the patch states *before* ``ln_post`` ``[B, patches, width]`` (class
+    token excluded): the last transformer layer's output, which region-pooling objectives (GOAL) average
+    before applying the final norm and projection themselves. Read with a forward hook on ``ln_post``."""
+    captured = []
+    handle = model.visual.ln_post.register_forward_hook(lambda module, inputs, output: captured.append(inputs[0]))
+    try:
+        pooled = model.encode_image(images)
+    finally:
+        handle.remove()
+    hidden = captured[0]
+    if hidden.dim() != 3:
+        raise ValueError("the visual tower applies ln_post after pooling; patch states before it are not available")
+    return pooled, hidden[:, 1:]
+
+
+def text_hidden_states(model, token_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The text transformer's output *before* ``ln_final`` ``[B, L', width]`` and the trimmed ids ``[B, L']``.
+
+    Sequences are cut after the last non-padding position of the batch (for right-padded ids: the longest
+    caption); ids with padding inside (the prefix padding of :mod:`hnclip_core.data.augment`) keep it.
+    """
+    positions = torch.arange(1, token_ids.shape[1] + 1, device=token_ids.device)
+    length = int(((token_ids != 0) * positions).max().clamp(min=1))
     ids = token_ids[:, :length]
     cast_dtype = model.transformer.get_cast_dtype()
     x = model.token_embedding(ids).to(cast_dtype) + model.positional_embedding[:length].to(cast_dtype)
-    x = model.transformer(x, attn_mask=model.attn_mask[:length, :length])
-    x = model.ln_final(x)
+    return model.transformer(x, attn_mask=model.attn_mask[:length, :length]), ids
+
+
+def encode_texts(model, token_ids: torch.Tensor, with_tokens: bool = False):
+    """Text embeddings ``[B, D]`` (end-of-text pooling, as ``CLIP.encode_text``); with ``with_tokens``
+    also every position's projected state ``[B, L', D]`` and the trimmed ids ``[B, L']``."""
+    hidden, ids = text_hidden_states(model, token_ids)
+    x = model.ln_final(hidden)
     pooled = x[torch.arange(x.shape[0], device=x.device), ids.argmax(dim=-1)] @ model.text_projection
     if not with_tokens:
         return pooled, None, None

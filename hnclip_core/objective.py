@@ -80,11 +80,13 @@ class Objective:
 
 @dataclass
 class MicroBatch:
-    """Model inputs of one micro-batch and the dataset indices of its pairs."""
+    """Model inputs of one micro-batch and the dataset indices of its pairs; ``extras`` holds a fine-tuning
+    framework's per-pair inputs (:mod:`hnclip_core.frameworks`), keyed by name, batch first."""
 
     images: torch.Tensor
     token_ids: torch.Tensor
     indices: torch.Tensor
+    extras: dict | None = None
 
 
 def concat_encoded(parts: Sequence[EncodedBatch]) -> EncodedBatch:

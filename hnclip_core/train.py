@@ -33,10 +33,12 @@ import torch
 from tqdm.auto import tqdm
 
 from .data import PairDataset, load_pairs
+from .data.augment import CAPTION_AUGMENTATIONS, CaptionAugmentation
 from .distributed import average_gradients, init_distributed
 from .evaluate import DEFAULT_KS, encode_dataset, mean_recall, recall_at_k
+from .frameworks import FRAMEWORKS, SEGMENT_FRAMEWORKS, TrainingView, build_framework
 from .geometry import caption_similarity_stats
-from .longclip import keep_first_positions_frozen, load_longclip, longclip_param_groups
+from .longclip import keep_first_positions_frozen, load_longclip
 from .objective import ACCUMULATION_MODES, MicroBatch, Objective, accumulated_losses
 
 __all__ = [
@@ -97,6 +99,18 @@ class TrainConfig:
         "fix the inverse temperature s at this value (not learned; the s × γ study of App. B.2); default: "
         "learned, initialised from the checkpoint",
     )
+    # fine-tuning framework of the plug-and-play study (Table 2, App. D.2; hnclip_core.frameworks)
+    framework: str = _option(
+        "longclip",
+        "longclip (full fine-tuning), lora or dora (peft adapters, backbone frozen; the paper's lr is 5e-5), goal, "
+        "structxlip or finelip; objective is the framework's global term (clip: InfoNCE, hn: L_HN)",
+    )
+    caption_augmentation: str = _option(
+        "none", "none, or debias (DeBias-CLIP: drop the first sentence, sub-sample sentences, pad tokens)"
+    )
+    segment_file: str | None = _option(
+        None, "GOAL-format segment JSON for goal/structxlip on real data (synthetic data bring their own)"
+    )
     # optimisation (§3.1, App. D.1)
     lr: float = _option(2e-6, "AdamW learning rate (paper: 2e-6)")
     weight_decay: float = _option(0.01, "AdamW weight decay (Long-CLIP's 0.01; none on the positional table)")
@@ -133,6 +147,18 @@ class TrainConfig:
             raise ValueError(f"margin_source must be one of {MARGIN_SOURCES}, got {self.margin_source!r}")
         if self.accumulation not in ACCUMULATION_MODES:
             raise ValueError(f"accumulation must be one of {ACCUMULATION_MODES}, got {self.accumulation!r}")
+        if self.framework not in FRAMEWORKS:
+            raise ValueError(f"unknown framework {self.framework!r}; choose one of {FRAMEWORKS}")
+        if self.caption_augmentation not in CAPTION_AUGMENTATIONS:
+            raise ValueError(
+                f"unknown caption_augmentation {self.caption_augmentation!r}; choose one of {CAPTION_AUGMENTATIONS}"
+            )
+        if self.framework in ("goal", "structxlip", "finelip") and self.accumulation != "naive":
+            raise ValueError(f"framework {self.framework!r} trains with accumulation='naive' only")
+        if self.segment_file is not None and self.framework not in SEGMENT_FRAMEWORKS:
+            raise ValueError(
+                f"segment_file is read by the frameworks {SEGMENT_FRAMEWORKS} only, not {self.framework!r}"
+            )
         if not 0 < self.train_fraction <= 1:
             raise ValueError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
         for name in ("epochs", "micro_batch_size", "accumulation_steps", "eval_batch_size"):
@@ -253,6 +279,16 @@ class _Run:
         train_pairs = load_pairs(config.dataset, config.data_root, config.train_split)
         subset = training_subset(len(train_pairs), config.train_fraction, config.seed).tolist()
         self.train_set = PairDataset([train_pairs[i] for i in subset], preprocess, tokenizer, config.skip_bad_images)
+        self.framework = build_framework(
+            config.framework, self.train_set.pairs, preprocess, tokenizer, config.dataset, config.segment_file
+        )
+        if self.framework.has_auxiliary_loss and self.context.enabled:
+            raise ValueError(f"framework {config.framework!r} is not supported with several processes: train on one")
+        self.model = self.framework.prepare_model(self.model)
+        augmentation = CaptionAugmentation(config.caption_augmentation, tokenizer, config.seed)
+        self.train_view = self.train_set
+        if self.framework.needs_extras or augmentation.name != "none":
+            self.train_view = TrainingView(self.train_set, self.framework, augmentation)
         eval_pairs = load_pairs(
             config.eval_dataset or config.dataset,
             config.eval_data_root or (config.data_root if config.eval_dataset is None else None),
@@ -275,7 +311,7 @@ class _Run:
             )
             self.frozen_caption_features = self.frozen_caption_features.to(self.device)
 
-        self.optimizer = torch.optim.AdamW(longclip_param_groups(self.model, config.weight_decay), lr=config.lr)
+        self.optimizer = torch.optim.AdamW(self.framework.param_groups(self.model, config.weight_decay), lr=config.lr)
         self.steps_per_epoch = len(self.train_set) // self.global_batch_size
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, cosine_with_warmup(config.warmup_steps, self.steps_per_epoch * config.epochs)
@@ -305,14 +341,26 @@ class _Run:
         return torch.cat([batch[start + rank * size : start + (rank + 1) * size]
                           for start in range(0, len(batch), size * world)])
 
-    def micro_batches(self, images: torch.Tensor, tokens: torch.Tensor, indices: torch.Tensor) -> list[MicroBatch]:
-        """Split one effective batch into ``accumulation_steps`` micro-batches on the device."""
+    def micro_batches(self, images: torch.Tensor, tokens: torch.Tensor, indices: torch.Tensor,
+                      extras: dict | None = None) -> list[MicroBatch]:
+        """Split one effective batch (and a framework's per-pair ``extras``) into ``accumulation_steps``
+        micro-batches on the device."""
         images, tokens = images.to(self.device), tokens.to(self.device)
+        extras = {name: value.to(self.device) for name, value in (extras or {}).items()}
         size = self.config.micro_batch_size
         return [
-            MicroBatch(images[i : i + size], tokens[i : i + size], indices[i : i + size])
+            MicroBatch(images[i : i + size], tokens[i : i + size], indices[i : i + size],
+                       {name: value[i : i + size] for name, value in extras.items()} or None)
             for i in range(0, len(indices), size)
         ]
+
+    def framework_losses(self, micro_batches: list[MicroBatch]):
+        """One loss per micro-batch from a framework with auxiliary terms (naive accumulation)."""
+        for micro in micro_batches:
+            loss = self.framework.loss(
+                self.model, micro, self.objective, self.model.logit_scale.exp(), self.margin_features(micro.indices)
+            )
+            yield loss / len(micro_batches)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
@@ -376,23 +424,30 @@ class _Run:
         losses = []
         batches = [self.local_indices(b) for b in
                    epoch_batches(len(self.train_set), self.global_batch_size, config.seed, epoch)]
+        if isinstance(self.train_view, TrainingView):
+            self.train_view.epoch = epoch
         loader = torch.utils.data.DataLoader(
-            self.train_set, batch_sampler=[b.tolist() for b in batches], num_workers=config.num_workers
+            self.train_view, batch_sampler=[b.tolist() for b in batches], num_workers=config.num_workers
         )
         bar = tqdm(zip(batches, loader, strict=True), total=len(batches), desc=f"epoch {epoch}/{config.epochs}",
                    disable=not self.progress, leave=False)
-        for batch_indices, (images, tokens) in bar:
+        for batch_indices, (images, tokens, *extras) in bar:
             step = (epoch - 1) * self.steps_per_epoch + len(losses)
-            micro_batches = self.micro_batches(images, tokens, batch_indices)
+            micro_batches = self.micro_batches(images, tokens, batch_indices, extras[0] if extras else None)
+            self.framework.start_step(epoch, step, self.steps_per_epoch)
             if self.monitor is not None and self.monitor.due(step):
                 self.monitor.measure(self.model, micro_batches, step, epoch, config.accumulation, self.margin_features)
             self.optimizer.zero_grad(set_to_none=True)
             total = 0.0
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-                for loss in accumulated_losses(
-                    self.model, micro_batches, self.objective, config.accumulation, self.margin_features,
-                    self.context,
-                ):
+                if self.framework.has_auxiliary_loss:
+                    stream = self.framework_losses(micro_batches)
+                else:
+                    stream = accumulated_losses(
+                        self.model, micro_batches, self.objective, config.accumulation, self.margin_features,
+                        self.context,
+                    )
+                for loss in stream:
                     if not torch.isfinite(loss):
                         raise TrainingDiverged(
                             f"loss is {loss.item()} at epoch {epoch}, optimizer step {step}; "
@@ -402,6 +457,7 @@ class _Run:
                     total += loss.item()
             average_gradients(self.model, self.context)
             self.optimizer.step()
+            self.framework.after_optimizer_step(self.model)
             self.scheduler.step()
             losses.append(total if config.accumulation == "naive" else total / len(micro_batches))
             bar.set_postfix(loss=f"{losses[-1]:.4g}")

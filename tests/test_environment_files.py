@@ -24,6 +24,7 @@ CONDA_FORGE_NAMES = {
     "torch": {"pytorch"},
     "torchvision": {"torchvision"},
     "open-clip-torch": {"open-clip-torch"},
+    "peft": {"peft"},
     "numpy": {"numpy"},
     "pillow": {"pillow"},
     "matplotlib": {"matplotlib", "matplotlib-base"},

@@ -1,0 +1,118 @@
+"""Training throughput (img/s) of every plug-and-play framework with InfoNCE and with L_HN, measured interleaved
+(the efficiency comparison of arXiv 2608.18521 Table A3, on the toy Long-CLIP).
+
+    python benchmarks/framework_throughput.py [--rounds 3] [--steps 1] [--frameworks longclip goal ...]
+
+A small synthetic benchmark is written to a temporary folder; each round runs ``--steps`` optimizer steps of
+every (framework, objective) in turn on the same fixed training batch, *including* the per-pair inputs each
+framework builds in its dataset (segment crops, edge maps, filtered captions), since that work is part of what a
+framework costs. Reported: median img/s over rounds and each configuration's time relative to Long-CLIP with
+InfoNCE. Not a test: numbers depend on the machine; the script prints what it ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import open_clip
+import torch
+
+from hnclip_core.data import PairDataset, load_pairs
+from hnclip_core.data.synthetic import SyntheticConfig, write_synthetic_benchmark
+from hnclip_core.frameworks import FRAMEWORKS, TrainingView, build_framework
+from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen
+from hnclip_core.objective import MicroBatch, Objective, accumulated_losses
+from hnclip_core.toy import TOY_ARCHITECTURE
+
+OBJECTIVES = ("clip", "hn")
+
+
+class Setup:
+    """One framework's model, optimizer and training items, ready to time."""
+
+    def __init__(self, name: str, pairs, preprocess, tokenizer):
+        torch.manual_seed(0)
+        self.framework = build_framework(name, pairs, preprocess, tokenizer, "synthetic")
+        model = build_clip(dataclasses.replace(TOY_ARCHITECTURE, context_length=LONG_CONTEXT)).train()
+        keep_first_positions_frozen(model)
+        self.model = self.framework.prepare_model(model)
+        self.optimizer = torch.optim.AdamW(self.framework.param_groups(self.model, 0.01), lr=1e-6)
+        dataset = PairDataset(pairs, preprocess, tokenizer)
+        self.items = TrainingView(dataset, self.framework) if self.framework.needs_extras else dataset
+
+    def micro_batches(self, indices: list[int], size: int) -> list[MicroBatch]:
+        images, tokens, *extras = torch.utils.data.default_collate([self.items[i] for i in indices])
+        extras = extras[0] if extras else {}
+        return [
+            MicroBatch(images[i : i + size], tokens[i : i + size], torch.arange(i, i + size),
+                       {k: v[i : i + size] for k, v in extras.items()} or None)
+            for i in range(0, len(indices), size)
+        ]
+
+    def time_steps(self, objective: Objective, indices: list[int], size: int, steps: int) -> float:
+        started = time.perf_counter()
+        for step in range(steps):
+            micro = self.micro_batches(indices, size)
+            self.framework.start_step(1, step, steps)
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.framework.has_auxiliary_loss:
+                losses = (self.framework.loss(self.model, m, objective, self.model.logit_scale.exp()) / len(micro)
+                          for m in micro)
+            else:
+                losses = accumulated_losses(self.model, micro, objective, "naive")
+            for loss in losses:
+                loss.backward()
+            self.optimizer.step()
+            self.framework.after_optimizer_step(self.model)
+        return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=1, help="optimizer steps per configuration per round")
+    parser.add_argument("--micro-batch-size", type=int, default=16)
+    parser.add_argument("--accumulation-steps", type=int, default=8)
+    parser.add_argument("--frameworks", nargs="+", choices=FRAMEWORKS, default=list(FRAMEWORKS))
+    args = parser.parse_args()
+
+    batch = args.micro_batch_size * args.accumulation_steps
+    preprocess = open_clip.image_transform(TOY_ARCHITECTURE.image_size, is_train=False)
+    tokenizer = open_clip.SimpleTokenizer(context_length=LONG_CONTEXT)
+    with tempfile.TemporaryDirectory() as folder:
+        config = SyntheticConfig(seed=123, num_train_families=max(1, batch // 4 + 1), num_test_families=1,
+                                 image_size=TOY_ARCHITECTURE.image_size)
+        root = write_synthetic_benchmark(Path(folder) / "bench", config)
+        pairs = load_pairs("synthetic", root, "train")[:batch]
+        if len(pairs) < batch:
+            raise SystemExit(f"only {len(pairs)} training pairs for a batch of {batch}")
+        indices = list(range(batch))
+        setups = {name: Setup(name, pairs, preprocess, tokenizer) for name in args.frameworks}
+        objectives = {name: Objective(name) for name in OBJECTIVES}
+        for setup in setups.values():  # warm-up
+            setup.time_steps(objectives["clip"], indices, args.micro_batch_size, 1)
+        seconds = {(f, o): [] for f in setups for o in OBJECTIVES}
+        for _ in range(args.rounds):
+            for (framework, objective), runs in seconds.items():
+                runs.append(setups[framework].time_steps(objectives[objective], indices, args.micro_batch_size,
+                                                         args.steps))
+
+    print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
+          f"torch {torch.__version__}, open_clip {open_clip.__version__}")
+    print(f"toy Long-CLIP, effective batch {batch} = {args.micro_batch_size} x {args.accumulation_steps} (naive), "
+          f"{args.rounds} interleaved rounds x {args.steps} steps, per-pair inputs built in every step")
+    reference = statistics.median(next(iter(seconds.values())))
+    print(f"{'framework':<12}{'objective':<10}{'img/s':>10}{'time vs first':>15}")
+    for (framework, objective), runs in seconds.items():
+        median = statistics.median(runs)
+        print(f"{framework:<12}{objective:<10}{batch * args.steps / median:>10.1f}{median / reference:>15.3f}")
+
+
+if __name__ == "__main__":
+    main()
