@@ -15,7 +15,7 @@ study              grid                                    paper
 ``fractions``      5/20/50/100 % × clip, tok, hn+tok       Fig. 6, Table A9
 ``seeds``          seeds 0, 1, 2 × clip, hn+tok            Table A8, Table A11
 ``transfer``       train on synthetic / synthetic-alt      Table A10, Table A7
-``temperature``    fixed s ∈ {25, 50, 100} × γ             App. B.2, §3.5
+``temperature``    fixed s ∈ {25, 100} × γ               App. B.2, §3.5
 =================  ======================================  ==========================================
 """
 

@@ -51,10 +51,23 @@ PAPER_LR = 2e-6
 _NOT_IDENTITY = ("output_dir", "resume", "progress", "device", "num_workers", "eval_batch_size", "save_state")
 
 
-def _config_identity(config: TrainConfig) -> dict:
-    values = {k: v for k, v in asdict(config).items() if k not in _NOT_IDENTITY}
+#: TrainConfig fields added after runs were first cached, with their defaults: left out of a run's identity
+#: while at the default, so that a new option does not invalidate every stored run.
+_ADDED_WITH_DEFAULT = {"logit_scale": None}
+
+
+def _identity(config_values: dict) -> dict:
+    """What a run computes, from its configuration's fields (a TrainConfig as a dict, or one stored with a run)."""
+    values = {k: v for k, v in config_values.items() if k not in _NOT_IDENTITY}
+    for name, default in _ADDED_WITH_DEFAULT.items():
+        if name in values and values[name] == default:
+            del values[name]
     values["eval_ks"] = list(values["eval_ks"])
     return values
+
+
+def _config_identity(config: TrainConfig) -> dict:
+    return _identity(asdict(config))
 
 
 def run_directory(runs_dir: str | Path, config: TrainConfig) -> Path:
@@ -268,8 +281,7 @@ class Experiment:
         stored = run_dir / "history.json"
         if stored.is_file():
             result = json.loads(stored.read_text())
-            stored_identity = {k: v for k, v in result["config"].items() if k not in _NOT_IDENTITY}
-            if result["last"]["epoch"] == config.epochs and stored_identity == _config_identity(config):
+            if result["last"]["epoch"] == config.epochs and _identity(result["config"]) == _config_identity(config):
                 return {**result, "run_dir": str(run_dir)}
         resume = (run_dir / STATE_FILE).is_file()
         result = train(dataclasses.replace(config, output_dir=str(run_dir), resume=resume))
