@@ -15,7 +15,8 @@ study              grid                                    paper
 ``fractions``      5/20/50/100 % × clip, tok, hn+tok       Fig. 6, Table A9
 ``seeds``          seeds 0, 1, 2 × clip, hn+tok            Table A8, Table A11
 ``transfer``       train on synthetic / synthetic-alt      Table A10, Table A7
-``temperature``    fixed s ∈ {25, 50, 100} × γ             App. B.2, §3.5
+``temperature``    fixed s ∈ {25, 100} × γ               App. B.2, §3.5
+``plug_and_play``  6 frameworks × InfoNCE / L_HN           Table 2, Table A4, App. D.2
 =================  ======================================  ==========================================
 """
 
@@ -35,15 +36,16 @@ from .objective import OBJECTIVES
 from .report import DIRECTIONS, markdown_table, recall_table
 
 __all__ = [
-    "BASELINES", "STUDIES", "collect", "components_table", "fractions_table", "margin_source_table", "run_studies",
-    "seeds_table", "slim", "strongest_baseline", "temperature_table", "timing_table", "transfer_table",
+    "BASELINES", "STUDIES", "collect", "components_table", "fractions_table", "margin_source_table",
+    "plug_and_play_table", "run_studies", "seeds_table", "slim", "strongest_baseline", "temperature_table",
+    "timing_table", "transfer_table",
 ]
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 GRID_DIR = REPOSITORY / "ablations"
 RESULTS_FILE = REPOSITORY / "results" / "ablations.json"
 #: Studies in the order they run (cheap, often-shared configurations first).
-STUDIES = ("components", "gamma", "margin_source", "seeds", "transfer", "fractions", "temperature")
+STUDIES = ("components", "gamma", "margin_source", "seeds", "transfer", "fractions", "temperature", "plug_and_play")
 #: The baselines available on the embedded default (plain fine-tuning with or without L_tok).
 BASELINES = ("clip", "tok")
 METHOD = "hn+tok"
@@ -88,6 +90,8 @@ def _section(runs: Sequence[Mapping], study: str) -> dict:
             out.setdefault(str(p["seed"]), {})[p["objective"]] = result
         elif study == "temperature":
             out.setdefault(_number_key(p["logit_scale"]), {})[_number_key(p["gamma"])] = result
+        elif study == "plug_and_play":
+            out.setdefault(p.get("framework", "longclip"), {})[p["objective"]] = result
         elif study == "transfer":
             rows = out.setdefault(p["dataset"], {}).setdefault(p["objective"], {})
             rows[p["eval_dataset"]] = {"zero_shot": result["zero_shot"], "last": result["last"]}
@@ -257,6 +261,21 @@ def temperature_table(temperature: Mapping[str, Mapping[str, Mapping]]) -> str:
         rows.append([f"s = {s}", *(f"{by_gamma[g]['last']['mean_r1']:.1f} (s·γ {float(s) * float(g):g})"
                                    if g in by_gamma else "–" for g in gammas)])
     return markdown_table(["fixed s", *(f"γ = {g}" for g in gammas)], rows)
+
+
+def plug_and_play_table(plug_and_play: Mapping[str, Mapping[str, Mapping]]) -> str:
+    """Table 2 / A4: per framework its InfoNCE baseline, the same recipe with L_HN as the global term, and Δ."""
+    columns = [f"{d}_r{k}" for d, _ in DIRECTIONS for k in (1, 5, 10)] + ["mean_r1"]
+    rows = []
+    for framework, runs in plug_and_play.items():
+        if "clip" in runs:
+            rows.append([framework, *(f"{runs['clip']['last'][c]:.1f}" for c in columns)])
+        if "hn" in runs:
+            rows.append(["+ L_HN", *(f"{runs['hn']['last'][c]:.1f}" for c in columns)])
+        if "clip" in runs and "hn" in runs:
+            rows.append(["Δ", *(f"{runs['hn']['last'][c] - runs['clip']['last'][c]:+.1f}" for c in columns)])
+    header = ["framework", *(f"{n} R@{k}" for _, n in DIRECTIONS for k in (1, 5, 10)), "avg R@1"]
+    return markdown_table(header, rows)
 
 
 def timing_table(studies: Mapping[str, Mapping]) -> str:

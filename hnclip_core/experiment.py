@@ -9,8 +9,11 @@ messages and turns them into the objects the chapter needs, so the notebooks hol
   :func:`~hnclip_core.longclip.load_longclip`.
 * ``dataset``/``data_root`` name a benchmark of :mod:`hnclip_core.data` (``synthetic`` needs no root);
   ``eval_dataset`` evaluates on another one (the paper's VG → Urban-1K transfer setting).
-* ``lr=None`` means the backbone's recipe: the paper's 2e-6 for a real checkpoint (§3.1), the toy's
-  calibrated 2e-4 (:data:`hnclip_core.toy.TOY_FINETUNE`) for the toy.
+* ``lr=None`` means the backbone's recipe: the paper's 2e-6 for a real checkpoint (§3.1; 5e-5 for the LoRA/DoRA
+  frameworks, App. D.2), the toy's calibrated 2e-4 (:data:`hnclip_core.toy.TOY_FINETUNE`) for the toy (×25, the
+  paper's adapter/full ratio, for adapters: not calibrated on the toy).
+* ``framework``, ``caption_augmentation`` and ``segment_file`` choose a plug-and-play framework
+  (:mod:`hnclip_core.frameworks`) and the DeBias-CLIP caption augmentation.
 * :meth:`Experiment.run` is the *load-or-train* pattern: a training run is stored under
   ``runs_dir/<objective>-<hash of its configuration>/`` (``runs_dir`` defaults to ``output_dir/runs``) and a
   later call with the same configuration (from the same or another notebook, or another point of an ablation
@@ -37,7 +40,7 @@ import torch
 
 from .data import DATASETS, SPLITS, PairDataset, load_pairs
 from .evaluate import DEFAULT_KS, encode_dataset, recall_at_k
-from .frameworks import build_framework
+from .frameworks import ADAPTER_LR, build_framework
 from .longclip import load_longclip
 from .plots import save_figure
 from .train import STATE_FILE, TrainConfig, recall_row, resolve_device, train
@@ -50,9 +53,10 @@ OUTPUT_DIR_VARIABLE = "HNCLIP_OUTPUT_DIR"
 PAPER_LR = 2e-6
 #: TrainConfig fields that do not change what a run computes (left out of the run's identity).
 _NOT_IDENTITY = ("output_dir", "resume", "progress", "device", "num_workers", "eval_batch_size", "save_state")
-#: Fields added after runs were first cached: left out of the identity at these (default) values, so the runs
-#: cached before they existed keep their folders.
-_OMITTED_AT_DEFAULT = {"framework": "longclip", "caption_augmentation": "none", "segment_file": None}
+#: TrainConfig fields added after runs were first cached: left out of the identity at these (default) values,
+#: so that a new option does not move the runs cached before it existed.
+_OMITTED_AT_DEFAULT = {"logit_scale": None, "framework": "longclip", "caption_augmentation": "none",
+                       "segment_file": None}
 
 
 def _identity(values: dict) -> dict:
@@ -120,6 +124,9 @@ class Experiment:
     train_fraction: float = 1.0
     output_dir: str | None = None
     runs_dir: str | None = None
+    framework: str = "longclip"
+    caption_augmentation: str = "none"
+    segment_file: str | None = None
     progress: bool = True
     _models: dict = field(default_factory=dict, init=False, repr=False)
 
@@ -188,13 +195,16 @@ class Experiment:
 
     @property
     def learning_rate(self) -> float:
+        """``lr``, else the recipe's: the paper's 2e-6 (full fine-tuning) or 5e-5 (LoRA/DoRA adapters) for a real
+        checkpoint; for the toy its calibrated 2e-4, times the paper's adapter/full ratio (25) for adapters."""
         if self.lr is not None:
             return self.lr
+        adapters = self.framework in ("lora", "dora")
         if self.is_toy:
             from .toy import TOY_FINETUNE
 
-            return TOY_FINETUNE["lr"]
-        return PAPER_LR
+            return TOY_FINETUNE["lr"] * (ADAPTER_LR / PAPER_LR if adapters else 1.0)
+        return ADAPTER_LR if adapters else PAPER_LR
 
     @property
     def eval_name(self) -> str:
@@ -268,6 +278,9 @@ class Experiment:
             "accumulation": self.accumulation,
             "train_fraction": self.train_fraction,
             "progress": self.progress,
+            "framework": self.framework,
+            "caption_augmentation": self.caption_augmentation,
+            "segment_file": self.segment_file,
         }
 
     def train_config(self, **overrides) -> TrainConfig:

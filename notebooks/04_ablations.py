@@ -30,7 +30,7 @@
 # noise, and the fine-tuned models may all still sit *below* the zero-shot model: the first steps at the
 # toy's learning rate disturb the pre-trained alignment before they improve it (chapter 3 shows the
 # recovery over epochs). Compare the configurations with each other, not with zero-shot. The full grids
-# (all γ, 3 seeds, full data, 5 epochs) are run by `make ablations` and drawn in chapter 5; each section
+# (all γ, 3 seeds, full data, 3 epochs) are run by `make ablations` and drawn in chapter 5; each section
 # here is the reduced default of one of them.
 
 # %% tags=["parameters"]

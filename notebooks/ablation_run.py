@@ -25,7 +25,10 @@
 # * `train_fraction`, `seed` — the sample-efficiency and seed studies;
 # * `dataset` / `eval_dataset` and `transfer` — train on one benchmark and also evaluate the final model on
 #   others (the cross-domain settings of Tables A7 and A10; `synthetic-alt` is the synthetic scenes with
-#   captions in another voice).
+#   captions in another voice);
+# * `framework` — the fine-tuning framework whose global term `objective` replaces (`clip` or `hn`), for the
+#   plug-and-play study (Table 2, App. D.2): `longclip`, `lora`, `dora`, `goal`, `structxlip`, `finelip`;
+#   `caption_augmentation = "debias"` adds DeBias-CLIP's caption augmentation.
 #
 # Points of a grid share `runs_dir`, so a configuration that appears in two studies is trained once.
 
@@ -48,6 +51,9 @@ objective = "hn+tok"  # clip, tok, hn or hn+tok
 gamma = 0.5
 margin_source = "recomputed"  # or frozen (Table 3c)
 logit_scale = None  # a number fixes s (App. B.2); None: learned from the checkpoint's value
+framework = "longclip"  # longclip, lora, dora, goal, structxlip or finelip (Table 2)
+caption_augmentation = "none"  # or debias
+segment_file = None  # GOAL-format segments for goal/structxlip on real data
 runs_dir = None  # the shared run cache; None: output_dir/runs
 output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks
 interactive = True  # progress bars; papermill batch runs pass False
@@ -65,12 +71,14 @@ exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, eval_dataset=eval_dataset,
     eval_data_root=eval_data_root, device=device, seed=seed, epochs=epochs, lr=lr,
     micro_batch_size=micro_batch_size, accumulation_steps=accumulation_steps, train_fraction=train_fraction,
-    output_dir=output_dir, runs_dir=runs_dir, progress=interactive,
+    output_dir=output_dir, runs_dir=runs_dir, framework=framework, caption_augmentation=caption_augmentation,
+    segment_file=segment_file, progress=interactive,
 )
 settings = {"objective": objective, "gamma": gamma, "margin_source": margin_source, "logit_scale": logit_scale,
             "warmup_steps": warmup_steps}
-print(f"{objective} (γ = {gamma:g}, Ḡ {margin_source}, s {'learned' if logit_scale is None else logit_scale}) "
-      f"on {100 * train_fraction:g}% of {dataset}, seed {seed}, {epochs} epochs; evaluated on {exp.eval_name}")
+temperature = "learned" if logit_scale is None else f"{logit_scale:g}"
+print(f"{framework}: {objective} (γ = {gamma:g}, Ḡ {margin_source}, s {temperature}) on {100 * train_fraction:g}% "
+      f"of {dataset}, seed {seed}, {epochs} epochs, lr {exp.learning_rate:g}; evaluated on {exp.eval_name}")
 
 # %%
 #papermill_description=train
@@ -119,7 +127,8 @@ else:
 print(exp.save_json("run", {
     "parameters": {"backbone": backbone, "dataset": dataset, "eval_dataset": exp.eval_name, "seed": seed,
                    "epochs": epochs, "train_fraction": train_fraction, "lr": exp.learning_rate,
-                   "effective_batch": micro_batch_size * accumulation_steps, **settings},
+                   "effective_batch": micro_batch_size * accumulation_steps, "framework": framework,
+                   "caption_augmentation": caption_augmentation, **settings},
     "result": {k: result[k] for k in ("config", "zero_shot", "best", "last", "history")},
     "transfer": transferred,
 }).name)

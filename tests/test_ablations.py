@@ -15,6 +15,7 @@ from hnclip_core.ablations import (
     components_table,
     fractions_table,
     margin_source_table,
+    plug_and_play_table,
     seeds_table,
     strongest_baseline,
     temperature_table,
@@ -34,7 +35,7 @@ from hnclip_core.scorecard import build_scorecard, measurements_from_outputs
 def test_every_study_has_a_grid_file_that_the_runner_accepts():
     assert sorted(p.stem for p in GRID_DIR.glob("*.yaml")) == sorted(STUDIES)
     expected_points = {"gamma": 5, "components": 4, "margin_source": 2, "fractions": 12, "seeds": 6,
-                       "transfer": 6, "temperature": 12}
+                       "transfer": 6, "temperature": 6, "plug_and_play": 12}
     with contextlib.chdir(REPOSITORY):
         for study in STUDIES:
             spec = load_spec(GRID_DIR / f"{study}.yaml")
@@ -94,6 +95,8 @@ def grids(tmp_path):
                                                              "last": result(v - 3)["last"]}})
         for d, other in (("synthetic", "synthetic-alt"), ("synthetic-alt", "synthetic"))
         for o, v in (("clip", 20), ("hn+tok", 25))])
+    write_study(tmp_path, "plug_and_play", [({"framework": f, "objective": o}, result(v + (o == "hn")), {})
+                                            for f, v in (("longclip", 20), ("lora", 18)) for o in ("clip", "hn")])
     write_study(tmp_path, "temperature", [({"logit_scale": s, "gamma": g}, result(20 + (g > 0)), {})
                                           for s in (50.0, 100.0) for g in (0.0, 0.5)])
     return tmp_path
@@ -142,6 +145,8 @@ def test_tables_and_figures(grids):
     assert any(line.startswith("| synthetic → synthetic-alt | hn+tok |") for line in lines)
     assert "(s·γ 25)" in temperature_table(collected["temperature"])
     assert "| total |" in timing_table(collected["studies"])
+    table = plug_and_play_table(collected["plug_and_play"])
+    assert "| lora | 18.0 |" in table and "| + L_HN | 19.0 |" in table and "| Δ | +1.0 |" in table
     for fig in (plot_margin_annealing(collected["margin_source"]),
                 plot_sample_efficiency(collected["fractions"], "tok"),
                 plot_seed_convergence(collected["seeds"]), plot_temperature_grid(collected["temperature"])):

@@ -1,5 +1,6 @@
 """Notebook parameters → Experiment: validation messages, the load-or-train run cache, and its helpers."""
 
+import hashlib
 import json
 
 import pytest
@@ -59,6 +60,14 @@ def test_run_directory_depends_on_what_the_run_computes_only():
     assert run_directory("runs", base) != run_directory("runs", TrainConfig(checkpoint="a.pt", objective="hn",
                                                                             gamma=0.25))
     assert run_directory("runs", base).name.startswith("hn-")
+    # an option added later leaves the identity of runs that do not use it unchanged ...
+    identity = {k: v for k, v in experiment_module._config_identity(base).items()}
+    assert "logit_scale" not in identity
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+    assert run_directory("runs", base).name == f"hn-{digest}"
+    # ... and separates the runs that do
+    assert run_directory("runs", base) != run_directory("runs", TrainConfig(checkpoint="a.pt", objective="hn",
+                                                                            logit_scale=50.0))
 
 
 def test_run_is_load_or_train_and_resumes_an_interrupted_run(tiny_checkpoint, tiny_benchmark, tmp_path, monkeypatch):
