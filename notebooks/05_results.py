@@ -102,9 +102,9 @@ display(Markdown(checks_table(calibration["checks"])))
 # %% [markdown]
 # ## 6. The ablation studies at full scale (`make ablations`)
 # Every study of the paper as a papermill grid over `notebooks/ablation_run` (`ablations/*.yaml`): full
-# training set, 3 epochs (as chapter 3), effective batch 128, seed 0 unless the study varies it, last epoch reported. The
-# numbers are the committed `results/ablations.json`; `make ablations` recomputes it (time per study below,
-# measured on 2 CPU cores).
+# training set, 3 epochs (chapter 3's recipe), effective batch 128, seed 0 unless the study varies it, last
+# epoch reported. The numbers are the committed `results/ablations.json`; `make ablations` recomputes it
+# (time per study below, measured on 2 CPU cores).
 
 # %%
 display(Markdown(studies.timing_table(grids["studies"])))
