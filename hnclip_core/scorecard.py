@@ -31,6 +31,7 @@ epochs 0 (zero-shot), 1, 2, ...::
       "seeds":          {"0": {"hn+tok": result, "clip": result}, "1": {...}, ...},
       "transfer":       {"synthetic": {"hn+tok": {"synthetic-alt": {"zero_shot": row, "last": row}, ...}, ...}},
       "temperature":    {"25": {"0": result, "0.5": result, ...}, "100": {...}},     # fixed s × γ
+      "plug_and_play":  {"lora": {"clip": result, "hn": result}, "goal": {...}, ...},  # framework × global term
       "diagnostics":    [{"epoch": 1, "measurements": 4, "solved_clip": 0.8, "solved_hn": 0.1,
                           "grad_zero_clip": 0.4, "median_grad_ratio": 1e3, "cosine_mean": 0.5, ...}, ...],
       "geometry":       {"mean_pairwise": 0.84, "mean_hardest": 0.93, ...},
@@ -90,7 +91,7 @@ CALIBRATION_FILE = Path(__file__).resolve().parent.parent / "results" / "calibra
 ABLATIONS_FILE = CALIBRATION_FILE.with_name("ablations.json")
 #: Sections of the measurements dict that the ablation grids produce (:mod:`hnclip_core.ablations`).
 ABLATION_SECTIONS = ("gamma", "gamma_transfer", "components", "margin_source", "fractions", "seeds", "transfer",
-                     "temperature")
+                     "temperature", "plug_and_play")
 
 STATUSES = ("reproduced", "not reproduced", "not measured")
 OBJECTIVES = ("clip", "tok", "hn", "hn+tok")
@@ -866,6 +867,38 @@ def _paper_temperature():
             "App. B.2": "the boost enters as s·γ·Ḡ, so the plateau covers a corresponding range of s"}
 
 
+#: Framework names of the project (hnclip_core.frameworks) → their row labels in Table 2.
+PAPER_FRAMEWORKS = {"longclip": "Long-CLIP", "finelip": "FineLIP", "goal": "GOAL", "structxlip": "StructXLIP",
+                    "lora": "LoRA", "dora": "DoRA"}
+
+
+def _check_plug_and_play(m):
+    section = _section(m, "plug_and_play")
+    ours, worse = {}, []
+    for framework, runs in section.items():
+        if not (isinstance(runs, Mapping) and runs.get("clip") is not None and runs.get("hn") is not None):
+            continue
+        base = _last(runs["clip"], f"plug_and_play[{framework!r}]['clip']")
+        boosted = _last(runs["hn"], f"plug_and_play[{framework!r}]['hn']")
+        ours[f"{framework} Δ avg R@1"] = boosted - base
+        if not _gt(boosted, base):
+            worse.append(framework)
+    if len(ours) < 2:
+        raise NotMeasured("plug_and_play needs at least two frameworks with both a clip and an hn run")
+    if worse:
+        return False, ours, f"L_HN does not beat InfoNCE inside {', '.join(worse)}"
+    return True, ours, f"L_HN beats InfoNCE inside all {len(ours)} frameworks"
+
+
+def _paper_plug_and_play():
+    out = {}
+    for name, label in PAPER_FRAMEWORKS.items():
+        band = "parameter-efficient" if name in ("lora", "dora") else "full-parameter"
+        out[f"{name} Δ avg R@1 (DOCCI)"] = (_paper_mean_r1("2", f"{label} + L_HN", "DOCCI", band)
+                                           - _paper_mean_r1("2", label, "DOCCI", band))
+    return out
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("geometry", "Dense-caption benchmarks are crowded with near-duplicate captions.", "Table A1, Fig. 1",
           f"geometry: mean pairwise caption cosine ≥ {GEOMETRY_MIN['mean_pairwise']} and mean hardest-companion "
@@ -940,6 +973,11 @@ CLAIMS: tuple[Claim, ...] = (
           f"temperature (s fixed): for every s with a γ = 0 run, every γ > 0 with s·γ in "
           f"[{PLATEAU_PRODUCTS[0]:g}, {PLATEAU_PRODUCTS[1]:g}] has last-epoch average R@1 > γ = 0 at that s",
           ("temperature",), _check_temperature, _paper_temperature),
+    Claim("plug_and_play", "L_HN improves every fine-tuning framework it replaces the global term of.",
+          "Table 2, Table A4, App. D.2",
+          "plug_and_play: for every framework with both runs (≥ 2 frameworks), last-epoch average R@1 with L_HN "
+          "(objective hn) > with InfoNCE (objective clip)",
+          ("plug_and_play",), _check_plug_and_play, _paper_plug_and_play),
 )
 
 

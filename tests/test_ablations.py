@@ -34,7 +34,7 @@ from hnclip_core.scorecard import build_scorecard, measurements_from_outputs
 
 def test_every_study_has_a_grid_file_that_the_runner_accepts():
     assert sorted(p.stem for p in GRID_DIR.glob("*.yaml")) == sorted(STUDIES)
-    expected_points = {"gamma": 5, "components": 4, "margin_source": 2, "fractions": 12, "seeds": 6,
+    expected_points = {"gamma": 5, "components": 4, "margin_source": 2, "fractions": 8, "seeds": 6,
                        "transfer": 6, "temperature": 6, "plug_and_play": 12}
     with contextlib.chdir(REPOSITORY):
         for study in STUDIES:

@@ -264,6 +264,11 @@ CASES = {
         # in-domain ahead, but behind tok on the cross-domain a → b direction
         {"transfer": {"a": {"hn+tok": transferred(a=30.0, b=24.5), "clip": transferred(a=28.0, b=24.0),
                             "tok": transferred(a=28.5, b=25.0)}}}),
+    "plug_and_play": (
+        {"plug_and_play": {"longclip": {"clip": run(28.0), "hn": run(29.0)}, "lora": {"clip": run(25.0),
+                                                                                     "hn": run(25.5)}}},
+        {"plug_and_play": {"longclip": {"clip": run(28.0), "hn": run(29.0)}, "goal": {"clip": run(25.0),
+                                                                                     "hn": run(25.0)}}}),
     "temperature_plateau": (
         {"temperature": {"25": {"0": run(20.0), "1": run(22.0), "8": run(10.0)},
                          "100": {"0": run(20.0), "0.25": run(21.0), "0.5": run(23.0), "1": run(22.0)}}},
@@ -292,6 +297,7 @@ INCOMPLETE = {
     "seed_spread": {"seeds": {"0": {"hn+tok": run(30.0)}, "1": {"clip": run(30.0)}}},
     "cross_domain": {"transfer": {"a": {"hn+tok": transferred(a=30.0), "clip": transferred(a=28.0, b=24.0)}}},
     "temperature_plateau": {"temperature": {"25": {"1": run(22.0)}, "100": {"0": run(20.0), "2": run(22.0)}}},
+    "plug_and_play": {"plug_and_play": {"longclip": {"clip": run(28.0), "hn": run(29.0)}, "lora": {"clip": run(2)}}},
 }
 
 CLAIM_BY_ID = {c.id: c for c in CLAIMS}
