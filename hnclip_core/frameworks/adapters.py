@@ -23,10 +23,14 @@ whatever the configuration says), so pass ``lr=ADAPTER_LR`` to follow the paper'
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
-from peft import LoraConfig, get_peft_model
 
 from .base import Framework
+
+if TYPE_CHECKING:
+    from peft import LoraConfig
 
 __all__ = ["ADAPTER_LR", "ADAPTER_RANK", "ADAPTER_TARGET_MODULES", "AdapterFramework", "adapter_config"]
 
@@ -41,6 +45,8 @@ ADAPTER_TARGET_MODULES = r".*resblocks\.\d+\.mlp\.(c_fc|c_proj)"
 
 def adapter_config(use_dora: bool) -> LoraConfig:
     """The peft configuration of the LoRA (``use_dora=False``) or DoRA adapters."""
+    from peft import LoraConfig  # imported on use: peft (and transformers) load only for adapter runs
+
     return LoraConfig(
         r=ADAPTER_RANK,
         lora_alpha=ADAPTER_RANK,
@@ -59,6 +65,8 @@ class AdapterFramework(Framework):
         self.name = "dora" if use_dora else "lora"
 
     def prepare_model(self, model: torch.nn.Module) -> torch.nn.Module:
+        from peft import get_peft_model
+
         # get_peft_model freezes every base parameter and adds trainable adapters; logit_scale is frozen with them.
         return get_peft_model(model, adapter_config(self.use_dora))
 
