@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .batch import collect_json, load_spec, load_summary, run_grid
+from .batch import POINT_FILE, collect_json, load_spec, load_summary, run_grid
 from .objective import OBJECTIVES
 from .report import DIRECTIONS, markdown_table, recall_table
 
@@ -110,6 +110,15 @@ def _gamma_transfer(runs: Sequence[Mapping]) -> tuple[dict, str | None]:
     return {_number_key(run["parameters"]["gamma"]): run["transfer"][name] for run in runs}, name
 
 
+def _point_seconds(folder: Path, entry: Mapping) -> float:
+    """How long a point took when it ran: its own record's seconds, which a later invocation that skips the
+    completed point (and reports 0 s for it) leaves in place."""
+    record = folder / entry["name"] / POINT_FILE
+    if record.is_file():
+        return float(json.loads(record.read_text()).get("seconds") or 0.0)
+    return float(entry["seconds"])
+
+
 def collect(runs_root: str | Path, studies: Sequence[str] = STUDIES) -> dict:
     """Every finished study under ``runs_root`` (one folder per study, as the grid files name them) as the
     scorecard's sections, plus ``studies``: per study its points, failures and summed seconds."""
@@ -125,7 +134,7 @@ def collect(runs_root: str | Path, studies: Sequence[str] = STUDIES) -> dict:
             "points": len(summary),
             "completed": len(runs),
             "failed": [e["name"] for e in summary if e["status"] == "failed"],
-            "seconds": round(sum(e["seconds"] for e in summary), 1),
+            "seconds": round(sum(_point_seconds(folder, e) for e in summary), 1),
             "parameters": runs[0]["parameters"] if runs else {},
         }
         if not runs:

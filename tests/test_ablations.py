@@ -151,3 +151,14 @@ def test_tables_and_figures(grids):
                 plot_sample_efficiency(collected["fractions"], "tok"),
                 plot_seed_convergence(collected["seeds"]), plot_temperature_grid(collected["temperature"])):
         assert isinstance(fig, Figure) and fig.axes
+
+
+def test_a_rerun_that_skips_completed_points_keeps_their_measured_time(grids):
+    summary_path = grids / "seeds" / "batch_summary.json"
+    summary = json.loads(summary_path.read_text())
+    for entry in summary["points"]:
+        (grids / "seeds" / entry["name"]).mkdir(exist_ok=True)
+        (grids / "seeds" / entry["name"] / "point.json").write_text(json.dumps({"seconds": 50.0}))
+        entry["status"], entry["seconds"] = ("skipped", 0.0) if entry["name"] != "broken" else ("failed", 1.0)
+    summary_path.write_text(json.dumps(summary))
+    assert collect(grids, ["seeds"])["studies"]["seeds"]["seconds"] == pytest.approx(7 * 50.0)
