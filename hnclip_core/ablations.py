@@ -38,7 +38,7 @@ from .report import DIRECTIONS, markdown_table, recall_table
 __all__ = [
     "BASELINES", "STUDIES", "collect", "components_table", "fractions_table", "margin_source_table",
     "plug_and_play_table", "run_studies", "seeds_table", "slim", "strongest_baseline", "temperature_table",
-    "timing_table", "transfer_table",
+    "timing_table", "transfer_table", "write_results",
 ]
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -110,6 +110,10 @@ def _gamma_transfer(runs: Sequence[Mapping]) -> tuple[dict, str | None]:
     return {_number_key(run["parameters"]["gamma"]): run["transfer"][name] for run in runs}, name
 
 
+#: Sections collected from a study besides its own.
+_DERIVED_SECTIONS = {"gamma": ("gamma_transfer",)}
+
+
 def _point_seconds(folder: Path, entry: Mapping) -> float:
     """How long a point took when it ran: its own record's seconds, which a later invocation that skips the
     completed point (and reports 0 s for it) leaves in place."""
@@ -169,11 +173,25 @@ def run_studies(studies: Sequence[str] = STUDIES, grid_dir: str | Path = GRID_DI
     if len(runs_roots) != 1:
         raise ValueError(f"the grid files put their studies in different folders: {sorted(map(str, runs_roots))}")
     collected = collect(runs_roots.pop(), studies)
-    collected["wall_seconds"] = round(time.perf_counter() - started, 1)
+    collected["last_invocation"] = {"studies": list(studies), "wall_seconds": round(time.perf_counter() - started, 1)}
     if output is not None:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(collected, indent=1))
+        collected = write_results(collected, output)
     return collected
+
+
+def write_results(collected: Mapping, output: str | Path) -> dict:
+    """Write ``collected`` to ``output``, keeping the studies already there that ``collected`` does not hold (so
+    running some studies does not discard the others' results); returns what was written."""
+    path = Path(output)
+    merged = json.loads(path.read_text()) if path.is_file() else {"studies": {}}
+    for study in collected["studies"]:
+        for section in (study, *_DERIVED_SECTIONS.get(study, ())):
+            merged.pop(section, None)
+    merged.update({key: value for key, value in collected.items() if key != "studies"})
+    merged["studies"] = {**merged.get("studies", {}), **collected["studies"]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(merged, indent=1))
+    return merged
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -310,8 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.collect_only:
-        collected = collect(args.collect_only, args.studies)
-        Path(args.output).write_text(json.dumps(collected, indent=1))
+        collected = write_results(collect(args.collect_only, args.studies), args.output)
     else:
         collected = run_studies(args.studies, output=args.output, force=args.force)
     print(timing_table(collected["studies"]))

@@ -21,6 +21,7 @@ from hnclip_core.ablations import (
     temperature_table,
     timing_table,
     transfer_table,
+    write_results,
 )
 from hnclip_core.batch import load_spec, run_grid
 from hnclip_core.plots.ablations import (
@@ -118,6 +119,21 @@ def test_collect_keys_every_study_by_its_parameters(grids):
     study = collected["studies"]["seeds"]
     assert study["points"] == 7 and study["completed"] == 6 and study["failed"] == ["broken"]
     assert study["seconds"] == pytest.approx(361.0)
+
+
+def test_writing_some_studies_keeps_the_others(grids, tmp_path):
+    output = tmp_path / "ablations.json"
+    everything = write_results(collect(grids), output)
+    assert set(everything["studies"]) == set(STUDIES)
+    stale = {**everything, "gamma_transfer": {"1": "stale"}, "seeds": {"0": "stale"}}
+    output.write_text(json.dumps(stale))
+    merged = write_results(collect(grids, ["gamma"]), output)
+    assert json.loads(output.read_text()) == merged
+    assert set(merged["studies"]) == set(STUDIES) and merged["seeds"] == {"0": "stale"}  # untouched
+    assert merged["gamma_transfer"]["1"]["last"]["mean_r1"] == 24  # replaced with the gamma study
+    # a section derived from a study does not outlive a rerun of that study that no longer yields it
+    without_transfer = {k: v for k, v in collect(grids, ["gamma"]).items() if k != "gamma_transfer"}
+    assert "gamma_transfer" not in write_results(without_transfer, output)
 
 
 def test_collected_grids_feed_the_scorecard(grids, tmp_path):
