@@ -1,19 +1,21 @@
 """Training throughput (img/s) of every plug-and-play framework with InfoNCE and with L_HN, measured interleaved
 (the efficiency comparison of arXiv 2608.18521 Table A3, on the toy Long-CLIP).
 
-    python benchmarks/framework_throughput.py [--rounds 3] [--steps 1] [--frameworks longclip goal ...]
+    python benchmarks/framework_throughput.py [--rounds 3] [--steps 1] [--frameworks longclip goal ...] [--json FILE]
 
 A small synthetic benchmark is written to a temporary folder; each round runs ``--steps`` optimizer steps of
 every (framework, objective) in turn on the same fixed training batch, *including* the per-pair inputs each
 framework builds in its dataset (segment crops, edge maps, filtered captions), since that work is part of what a
 framework costs. Reported: median img/s over rounds and each configuration's time relative to Long-CLIP with
-InfoNCE. Not a test: numbers depend on the machine; the script prints what it ran on.
+InfoNCE. Not a test: numbers depend on the machine; the script prints what it ran on. ``--json`` also writes the
+numbers (``results/framework_throughput.json`` is what chapter 5's efficiency table draws).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import platform
 import statistics
 import tempfile
@@ -80,6 +82,7 @@ def main() -> None:
     parser.add_argument("--micro-batch-size", type=int, default=16)
     parser.add_argument("--accumulation-steps", type=int, default=8)
     parser.add_argument("--frameworks", nargs="+", choices=FRAMEWORKS, default=list(FRAMEWORKS))
+    parser.add_argument("--json", type=Path, help="also write the measurements to this file")
     args = parser.parse_args()
 
     batch = args.micro_batch_size * args.accumulation_steps
@@ -103,15 +106,26 @@ def main() -> None:
                 runs.append(setups[framework].time_steps(objectives[objective], indices, args.micro_batch_size,
                                                          args.steps))
 
-    print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
-          f"torch {torch.__version__}, open_clip {open_clip.__version__}")
-    print(f"toy Long-CLIP, effective batch {batch} = {args.micro_batch_size} x {args.accumulation_steps} (naive), "
-          f"{args.rounds} interleaved rounds x {args.steps} steps, per-pair inputs built in every step")
+    machine = (f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
+               f"torch {torch.__version__}, open_clip {open_clip.__version__}")
+    setting = (f"toy Long-CLIP, effective batch {batch} = {args.micro_batch_size} x {args.accumulation_steps} "
+               f"(naive), {args.rounds} interleaved rounds x {args.steps} steps, per-pair inputs built in every step")
+    print(f"machine: {machine}\n{setting}")
     reference = statistics.median(next(iter(seconds.values())))
     print(f"{'framework':<12}{'objective':<10}{'img/s':>10}{'time vs first':>15}")
+    measured: dict = {}
     for (framework, objective), runs in seconds.items():
         median = statistics.median(runs)
+        measured.setdefault(framework, {})[objective] = {
+            "img_per_s": round(batch * args.steps / median, 2), "relative_time": round(median / reference, 4),
+            "seconds": [round(r, 4) for r in runs],
+        }
         print(f"{framework:<12}{objective:<10}{batch * args.steps / median:>10.1f}{median / reference:>15.3f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"machine": machine, "setting": setting, "batch": batch,
+                                         "rounds": args.rounds, "steps": args.steps, "frameworks": measured},
+                                        indent=1))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from .report import DIRECTIONS, markdown_table, recall_table
 __all__ = [
     "BASELINES", "STUDIES", "collect", "components_table", "fractions_table", "margin_source_table",
     "plug_and_play_table", "run_studies", "seeds_table", "slim", "strongest_baseline", "temperature_table",
-    "timing_table", "transfer_table", "write_results",
+    "throughput_table", "timing_table", "transfer_table", "write_results",
 ]
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -302,6 +302,29 @@ def plug_and_play_table(plug_and_play: Mapping[str, Mapping[str, Mapping]]) -> s
         if "clip" in runs and "hn" in runs:
             rows.append(["Δ", *(f"{runs['hn']['last'][c] - runs['clip']['last'][c]:+.1f}" for c in columns)])
     header = ["framework", *(f"{n} R@{k}" for _, n in DIRECTIONS for k in (1, 5, 10)), "avg R@1"]
+    return markdown_table(header, rows)
+
+
+def throughput_table(measured: Mapping, paper: Mapping[str, Mapping[str, float]] | None = None) -> str:
+    """Table A3's comparison for every framework: training img/s with InfoNCE and with L_HN as the global term,
+    L_HN's time relative to InfoNCE in the same framework, and each framework's InfoNCE time relative to the first
+    (Long-CLIP full fine-tuning). ``measured`` is the JSON of ``benchmarks/framework_throughput.py --json``;
+    ``paper`` (framework → objective → img/s, e.g. :data:`hnclip_core.scorecard.PAPER_THROUGHPUT`) adds the
+    paper's numbers where it has them."""
+    frameworks = measured["frameworks"]
+    first = next(iter(frameworks))
+    reference = frameworks[first]["clip"]["img_per_s"]
+    header = ["framework", "InfoNCE img/s", "L_HN img/s", "L_HN time / InfoNCE time",
+              f"InfoNCE time / {first} InfoNCE time"]
+    if paper is not None:
+        header += ["paper InfoNCE img/s", "paper L_HN img/s"]
+    rows = []
+    for name, runs in frameworks.items():
+        clip, hn = runs["clip"]["img_per_s"], runs["hn"]["img_per_s"]
+        row = [name, f"{clip:.1f}", f"{hn:.1f}", f"×{clip / hn:.3f}", f"×{reference / clip:.2f}"]
+        if paper is not None:
+            row += [f"{paper[name][o]:g}" if o in paper.get(name, {}) else "–" for o in ("clip", "hn")]
+        rows.append(row)
     return markdown_table(header, rows)
 
 

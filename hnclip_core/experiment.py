@@ -18,7 +18,8 @@ messages and turns them into the objects the chapter needs, so the notebooks hol
   ``runs_dir/<objective>-<hash of its configuration>/`` (``runs_dir`` defaults to ``output_dir/runs``) and a
   later call with the same configuration (from the same or another notebook, or another point of an ablation
   grid sharing ``runs_dir``) reads its results instead of training again. An interrupted run is resumed from
-  its last completed epoch.
+  its last completed epoch. Runs that start from the same model and evaluate on the same split share their
+  zero-shot (epoch-0) evaluation, kept in ``runs_dir/zero_shot/`` (its recorded ``seconds`` are then ≈ 0).
 * :meth:`Experiment.evaluate_on` scores a run's final model (or the backbone) on another benchmark: the
   cross-domain settings of Tables A7 and A10.
 """
@@ -71,6 +72,19 @@ def _identity(values: dict) -> dict:
 
 def _config_identity(config: TrainConfig) -> dict:
     return _identity(asdict(config))
+
+
+#: TrainConfig fields that shape the training but not the model a run starts from, nor its evaluation split:
+#: runs that differ only in these share their epoch-0 (zero-shot) evaluation.
+_NOT_ZERO_SHOT = ("objective", "gamma", "token_weight", "margin_source", "logit_scale", "caption_augmentation",
+                  "lr", "weight_decay", "warmup_steps", "epochs", "micro_batch_size", "accumulation_steps",
+                  "accumulation", "train_fraction", "monitor_every")
+
+
+def _zero_shot_digest(config: TrainConfig) -> str:
+    """Hash of what decides a run's epoch-0 evaluation: its identity without :data:`_NOT_ZERO_SHOT`."""
+    identity = {k: v for k, v in _config_identity(config).items() if k not in _NOT_ZERO_SHOT}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def run_directory(runs_dir: str | Path, config: TrainConfig) -> Path:
@@ -303,7 +317,13 @@ class Experiment:
             if result["last"]["epoch"] == config.epochs and _identity(result["config"]) == _config_identity(config):
                 return {**result, "run_dir": str(run_dir)}
         resume = (run_dir / STATE_FILE).is_file()
-        result = train(dataclasses.replace(config, output_dir=str(run_dir), resume=resume))
+        zero_shot_file = self.runs_path / "zero_shot" / f"{_zero_shot_digest(config)}.json"
+        known = json.loads(zero_shot_file.read_text()) if zero_shot_file.is_file() else None
+        result = train(dataclasses.replace(config, output_dir=str(run_dir), resume=resume), zero_shot=known)
+        if known is None:
+            zero_shot_file.parent.mkdir(parents=True, exist_ok=True)
+            evaluation = {k: v for k, v in result["history"][0].items() if k not in ("epoch", "seconds")}
+            zero_shot_file.write_text(json.dumps(evaluation, indent=1))
         return {**result, "run_dir": str(run_dir)}
 
     def evaluate_on(self, dataset: str, data_root: str | None = None, result: dict | None = None,

@@ -32,6 +32,7 @@ epochs 0 (zero-shot), 1, 2, ...::
       "transfer":       {"synthetic": {"hn+tok": {"synthetic-alt": {"zero_shot": row, "last": row}, ...}, ...}},
       "temperature":    {"25": {"0": result, "0.5": result, ...}, "100": {...}},     # fixed s × γ
       "plug_and_play":  {"lora": {"clip": result, "hn": result}, "goal": {...}, ...},  # framework × global term
+      "throughput":     {"longclip": {"clip": {"img_per_s": 70.1, ...}, "hn": {...}}, "goal": {...}, ...},
       "diagnostics":    [{"epoch": 1, "measurements": 4, "solved_clip": 0.8, "solved_hn": 0.1,
                           "grad_zero_clip": 0.4, "median_grad_ratio": 1e3, "cosine_mean": 0.5, ...}, ...],
       "geometry":       {"mean_pairwise": 0.84, "mean_hardest": 0.93, ...},
@@ -50,7 +51,8 @@ Eq. 2), ``hn+tok`` (HN-CLIP, Eq. 3). ``diagnostics`` rows are
 (``diagnostics``), ``geometry.json`` (``geometry``), optionally ``results/calibration.json`` (``seeds``) and
 the ``ablations.json`` of a second run evaluated on another benchmark (``gamma_transfer``), and the full
 ablation grids' ``results/ablations.json`` (:mod:`hnclip_core.ablations`), whose sections replace the
-tutorial-scale ones.
+tutorial-scale ones, and the frameworks' training throughput ``results/framework_throughput.json``
+(``throughput``: the ``frameworks`` of ``benchmarks/framework_throughput.py --json``).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ __all__ = [
     "Claim",
     "ClaimResult",
     "PAPER_DIR",
+    "PAPER_THROUGHPUT",
     "PaperRow",
     "PaperTable",
     "PaperTableError",
@@ -79,6 +82,7 @@ __all__ = [
     "claims_table",
     "load_paper_table",
     "measurements_from_outputs",
+    "paper_plug_and_play_deltas",
     "paper_tables",
     "paper_value",
     "scorecard_table",
@@ -89,6 +93,7 @@ PAPER_DIR = Path(__file__).resolve().parent.parent / "results" / "paper"
 #: The project's committed calibration over seeds (read by :func:`measurements_from_outputs`).
 CALIBRATION_FILE = Path(__file__).resolve().parent.parent / "results" / "calibration.json"
 ABLATIONS_FILE = CALIBRATION_FILE.with_name("ablations.json")
+THROUGHPUT_FILE = CALIBRATION_FILE.with_name("framework_throughput.json")
 #: Sections of the measurements dict that the ablation grids produce (:mod:`hnclip_core.ablations`).
 ABLATION_SECTIONS = ("gamma", "gamma_transfer", "components", "margin_source", "fractions", "seeds", "transfer",
                      "temperature", "plug_and_play")
@@ -890,13 +895,45 @@ def _check_plug_and_play(m):
     return True, ours, f"L_HN beats InfoNCE inside all {len(ours)} frameworks"
 
 
-def _paper_plug_and_play():
+def paper_plug_and_play_deltas(benchmark: str = "DOCCI") -> dict[str, float]:
+    """Table 2: per framework (the project's names), the paper's gain in average R@1 from L_HN on ``benchmark``."""
     out = {}
     for name, label in PAPER_FRAMEWORKS.items():
         band = "parameter-efficient" if name in ("lora", "dora") else "full-parameter"
-        out[f"{name} Δ avg R@1 (DOCCI)"] = (_paper_mean_r1("2", f"{label} + L_HN", "DOCCI", band)
-                                           - _paper_mean_r1("2", label, "DOCCI", band))
+        out[name] = (_paper_mean_r1("2", f"{label} + L_HN", benchmark, band)
+                     - _paper_mean_r1("2", label, benchmark, band))
     return out
+
+
+def _paper_plug_and_play():
+    return {f"{name} Δ avg R@1 (DOCCI)": delta for name, delta in paper_plug_and_play_deltas().items()}
+
+
+#: Table A3 (DCI, one Ascend 910B, effective batch 128): training img/s per framework and global term (``hn`` of
+#: Long-CLIP is HN-CLIP, L_HN + L_tok; wall-clock 16, 17, ≈ 41 and ≈ 92 min; FineLIP's was not attributable).
+PAPER_THROUGHPUT = {"longclip": {"clip": 55.5, "hn": 53.0}, "goal": {"clip": 22.0}, "structxlip": {"clip": 10.0}}
+
+
+def _check_efficiency(m):
+    section = _section(m, "throughput")
+    try:
+        ours_speed = float(section["longclip"]["hn"]["img_per_s"])
+    except (KeyError, TypeError):
+        raise NotMeasured("throughput needs longclip with objective hn") from None
+    compared = [f for f in ("goal", "structxlip") if isinstance(section.get(f), Mapping) and "clip" in section[f]]
+    if not compared:
+        raise NotMeasured("throughput needs goal or structxlip with objective clip")
+    ratios = {f: ours_speed / float(section[f]["clip"]["img_per_s"]) for f in compared}
+    ours = {f"{f} time / HN-CLIP time": ratio for f, ratio in ratios.items()}
+    slower = [f for f, ratio in ratios.items() if not ratio > 1]
+    if slower:
+        return False, ours, f"L_HN fine-tuning is not faster than {', '.join(slower)}"
+    return True, ours, f"L_HN fine-tuning is faster than {' and '.join(compared)}"
+
+
+def _paper_efficiency():
+    return {f"{name} time / HN-CLIP time": PAPER_THROUGHPUT["longclip"]["hn"] / PAPER_THROUGHPUT[name]["clip"]
+            for name in ("goal", "structxlip")}
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -978,6 +1015,11 @@ CLAIMS: tuple[Claim, ...] = (
           "plug_and_play: for every framework with both runs (≥ 2 frameworks), last-epoch average R@1 with L_HN "
           "(objective hn) > with InfoNCE (objective clip)",
           ("plug_and_play",), _check_plug_and_play, _paper_plug_and_play),
+    Claim("efficiency", "L_HN fine-tuning trains faster than the frameworks that add auxiliary inputs (GOAL, "
+          "StructXLIP).", "Table A3",
+          "throughput: img/s of longclip with objective hn > img/s of goal and of structxlip with their own "
+          "InfoNCE recipe (objective clip), measured interleaved on one machine",
+          ("throughput",), _check_efficiency, _paper_efficiency),
 )
 
 
@@ -1033,6 +1075,7 @@ def measurements_from_outputs(
     calibration: str | Path | bool | None = None,
     transfer_dir: str | Path | None = None,
     ablations: str | Path | bool | None = None,
+    throughput: str | Path | bool | None = None,
 ) -> dict:
     """The measurements dict from a tutorial run's results files (missing files leave sections out).
 
@@ -1042,7 +1085,8 @@ def measurements_from_outputs(
     ``results/calibration.json``). ``transfer_dir`` is the output folder of a second run of chapter 4 evaluated
     on another benchmark (``eval_dataset``): its γ sweep becomes ``gamma_transfer``. ``ablations`` is the
     collected full ablation grids (``True``: the committed ``results/ablations.json``); its sections replace
-    the tutorial-scale ones. ``sources`` records which file each section came from.
+    the tutorial-scale ones. ``throughput`` is ``benchmarks/framework_throughput.py --json``'s file (``True``: the
+    committed ``results/framework_throughput.json``). ``sources`` records which file each section came from.
     """
     measurements: dict = {}
     sources: dict[str, str] = {}
@@ -1088,5 +1132,9 @@ def measurements_from_outputs(
             if data.get(section):
                 measurements[section] = data[section]
                 sources[section] = f"{path.name} (full grid)"
+    if throughput:
+        path = THROUGHPUT_FILE if throughput is True else Path(throughput)
+        measurements["throughput"] = _require(_read_json(path), ["frameworks"], path)
+        sources["throughput"] = path.name
     measurements["sources"] = sources
     return measurements

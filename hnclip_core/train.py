@@ -252,8 +252,9 @@ def recall_row(recalls: dict[str, dict[int, float]]) -> dict[str, float]:
 class _Run:
     """State of one training run; :func:`train` is the public entry point."""
 
-    def __init__(self, config: TrainConfig):
+    def __init__(self, config: TrainConfig, zero_shot: dict | None = None):
         self.config = config
+        self.zero_shot = zero_shot
         self.device = resolve_device(config.device)
         self.context = init_distributed(self.device)
         if self.context.enabled and self.device.type == "cuda":
@@ -486,7 +487,8 @@ class _Run:
             self.load_state()
         if not self.history:
             started = time.perf_counter()
-            self.history.append({"epoch": 0, **self.evaluate(), "seconds": time.perf_counter() - started})
+            initial = self.evaluate() if self.zero_shot is None else self.zero_shot
+            self.history.append({"epoch": 0, **initial, "seconds": time.perf_counter() - started})
         for epoch in range(self.start_epoch, self.config.epochs + 1):
             started = time.perf_counter()
             stats = self.train_epoch(epoch)
@@ -518,14 +520,17 @@ def write_history_csv(history: list[dict], path: Path) -> None:
         writer.writerows(history)
 
 
-def train(config: TrainConfig | None = None, **overrides) -> dict:
+def train(config: TrainConfig | None = None, *, zero_shot: dict | None = None, **overrides) -> dict:
     """Fine-tune and evaluate; returns ``{"config", "zero_shot", "best", "last", "history"[, "diagnostics"]}``.
 
     ``train(objective="clip", epochs=3)`` is shorthand for ``train(TrainConfig(objective="clip", epochs=3))``.
+    ``zero_shot`` is the epoch-0 evaluation when it is already known (the same initial model on the same
+    evaluation split, see :meth:`hnclip_core.experiment.Experiment.run`); it is then not computed again, which
+    changes nothing else of the run (all of its randomness comes from seeded generators).
     """
     if config is None:
         config = TrainConfig.from_dict(overrides)
     elif overrides:
         config = TrainConfig.from_dict({**asdict(config), **overrides})
-    return _Run(config).run()
+    return _Run(config, zero_shot).run()
 

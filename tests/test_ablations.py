@@ -2,6 +2,8 @@
 
 import contextlib
 import json
+import subprocess
+import sys
 
 import pytest
 from matplotlib.figure import Figure
@@ -19,6 +21,7 @@ from hnclip_core.ablations import (
     seeds_table,
     strongest_baseline,
     temperature_table,
+    throughput_table,
     timing_table,
     transfer_table,
     write_results,
@@ -26,6 +29,7 @@ from hnclip_core.ablations import (
 from hnclip_core.batch import load_spec, run_grid
 from hnclip_core.plots.ablations import (
     plot_margin_annealing,
+    plot_plug_and_play,
     plot_sample_efficiency,
     plot_seed_convergence,
     plot_temperature_grid,
@@ -167,6 +171,9 @@ def test_tables_and_figures(grids):
                 plot_sample_efficiency(collected["fractions"], "tok"),
                 plot_seed_convergence(collected["seeds"]), plot_temperature_grid(collected["temperature"])):
         assert isinstance(fig, Figure) and fig.axes
+    fig = plot_plug_and_play(collected["plug_and_play"], {"lora": 2.6})
+    labels = [t.get_text() for t in fig.axes[0].texts if t.get_text()]  # the arrows are empty annotations
+    assert "Δ +1.0 (paper +2.6)" in labels and len(labels) == len(collected["plug_and_play"])
 
 
 def test_a_rerun_that_skips_completed_points_keeps_their_measured_time(grids):
@@ -178,3 +185,19 @@ def test_a_rerun_that_skips_completed_points_keeps_their_measured_time(grids):
         entry["status"], entry["seconds"] = ("skipped", 0.0) if entry["name"] != "broken" else ("failed", 1.0)
     summary_path.write_text(json.dumps(summary))
     assert collect(grids, ["seeds"])["studies"]["seeds"]["seconds"] == pytest.approx(7 * 50.0)
+
+
+def test_framework_throughput_benchmark_writes_what_the_efficiency_table_draws(tmp_path):
+    output = tmp_path / "throughput.json"
+    subprocess.run([sys.executable, str(REPOSITORY / "benchmarks" / "framework_throughput.py"), "--rounds", "1",
+                    "--micro-batch-size", "2", "--accumulation-steps", "2", "--frameworks", "longclip", "goal",
+                    "--json", str(output)], check=True, capture_output=True)
+    measured = json.loads(output.read_text())
+    assert measured["batch"] == 4 and list(measured["frameworks"]) == ["longclip", "goal"]
+    assert measured["frameworks"]["longclip"]["clip"]["relative_time"] == 1.0
+    assert all(run["img_per_s"] > 0 for runs in measured["frameworks"].values() for run in runs.values())
+    table = throughput_table(measured)
+    assert table.splitlines()[2].startswith("| longclip |") and "×1.00 |" in table.splitlines()[2]
+    assert table.splitlines()[3].startswith("| goal |")
+    with_paper = throughput_table(measured, {"longclip": {"clip": 55.5, "hn": 53.0}}).splitlines()
+    assert with_paper[2].endswith("| 55.5 | 53 |") and with_paper[3].endswith("| – | – |")

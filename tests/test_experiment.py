@@ -77,7 +77,8 @@ def test_run_is_load_or_train_and_resumes_an_interrupted_run(tiny_checkpoint, ti
 
     calls = []
     real_train = experiment_module.train
-    monkeypatch.setattr(experiment_module, "train", lambda config: calls.append(config) or real_train(config))
+    monkeypatch.setattr(experiment_module, "train",
+                        lambda config, zero_shot=None: calls.append(config) or real_train(config, zero_shot=zero_shot))
     again = exp.run(objective="hn")
     assert calls == [] and again["history"] == first["history"]  # read back, not retrained
 
@@ -119,6 +120,33 @@ def test_trained_model_training_batch_and_measurements(tiny_checkpoint, tiny_ben
     with pytest.raises(FileNotFoundError, match="run the notebook that writes missing.json first"):
         exp.load_json("missing")
 
+
+
+def test_runs_share_their_zero_shot_evaluation_without_changing_the_training(tiny_checkpoint, tiny_benchmark,
+                                                                             tmp_path, monkeypatch):
+    exp = tiny_experiment(tiny_checkpoint, tiny_benchmark, tmp_path, epochs=2)
+    fresh = exp.run(objective="hn")
+    assert len(list((exp.runs_path / "zero_shot").glob("*.json"))) == 1
+    evaluations = []
+    original = experiment_module.train
+
+    def counting_train(config, zero_shot=None):
+        evaluations.append(zero_shot)
+        return original(config, zero_shot=zero_shot)
+
+    monkeypatch.setattr(experiment_module, "train", counting_train)
+    # another objective and learning rate: the same initial model and split, so the same zero-shot row
+    other = exp.run(objective="clip", lr=5e-4)
+    assert evaluations[-1] is not None and other["zero_shot"]["mean_r1"] == fresh["zero_shot"]["mean_r1"]
+    # a run trained with the cached zero-shot is the run trained without it, epoch for epoch
+    uncached = tiny_experiment(tiny_checkpoint, tiny_benchmark, tmp_path / "uncached", epochs=2).run(
+        objective="clip", lr=5e-4)
+    assert evaluations[-1] is None
+    strip = lambda history: [{k: v for k, v in row.items() if k != "seconds"} for row in history]  # noqa: E731
+    assert strip(other["history"]) == strip(uncached["history"])
+    # a configuration that may start from another model (another seed) is evaluated again
+    exp.run(objective="clip", seed=1)
+    assert evaluations[-1] is None and len(list((exp.runs_path / "zero_shot").glob("*.json"))) == 2
 
 def test_evaluate_on_another_benchmark_and_a_shared_run_cache(tiny_checkpoint, tiny_benchmark, tmp_path):
     shared = tmp_path / "shared-runs"

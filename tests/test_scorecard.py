@@ -224,6 +224,11 @@ def diag(**per_epoch):
     return {"diagnostics": rows}
 
 
+
+def speed(img_per_s: float) -> dict:
+    """One configuration of benchmarks/framework_throughput.py's JSON."""
+    return {"img_per_s": img_per_s, "relative_time": 1.0, "seconds": [1.0]}
+
 CASES = {
     # claim id: (measurements that reproduce it, measurements that do not)
     "geometry": ({"geometry": {"mean_pairwise": 0.85, "mean_hardest": 0.93}},
@@ -269,6 +274,12 @@ CASES = {
                                                                                      "hn": run(25.5)}}},
         {"plug_and_play": {"longclip": {"clip": run(28.0), "hn": run(29.0)}, "goal": {"clip": run(25.0),
                                                                                      "hn": run(25.0)}}}),
+    "efficiency": (
+        {"throughput": {"longclip": {"clip": speed(70.0), "hn": speed(69.0)}, "goal": {"clip": speed(30.0)},
+                        "structxlip": {"clip": speed(50.0), "hn": speed(49.0)}}},
+        # StructXLIP-style fine-tuning faster than L_HN inside Long-CLIP
+        {"throughput": {"longclip": {"hn": speed(40.0)}, "goal": {"clip": speed(30.0)},
+                        "structxlip": {"clip": speed(50.0)}}}),
     "temperature_plateau": (
         {"temperature": {"25": {"0": run(20.0), "1": run(22.0), "8": run(10.0)},
                          "100": {"0": run(20.0), "0.25": run(21.0), "0.5": run(23.0), "1": run(22.0)}}},
@@ -298,6 +309,7 @@ INCOMPLETE = {
     "cross_domain": {"transfer": {"a": {"hn+tok": transferred(a=30.0), "clip": transferred(a=28.0, b=24.0)}}},
     "temperature_plateau": {"temperature": {"25": {"1": run(22.0)}, "100": {"0": run(20.0), "2": run(22.0)}}},
     "plug_and_play": {"plug_and_play": {"longclip": {"clip": run(28.0), "hn": run(29.0)}, "lora": {"clip": run(2)}}},
+    "efficiency": {"throughput": {"longclip": {"clip": speed(70.0)}, "goal": {"clip": speed(30.0)}}},
 }
 
 CLAIM_BY_ID = {c.id: c for c in CLAIMS}
@@ -432,6 +444,17 @@ def test_full_ablation_grids_replace_the_tutorial_sections(tmp_path):
     with pytest.raises(ValueError, match="python -m hnclip_core.ablations"):
         measurements_from_outputs(None, ablations=tmp_path / "other.json")
 
+
+
+def test_framework_throughput_file_feeds_the_efficiency_claim(tmp_path):
+    path = tmp_path / "framework_throughput.json"
+    path.write_text(json.dumps({"machine": "test", "batch": 4, "frameworks": CASES["efficiency"][0]["throughput"]}))
+    m = measurements_from_outputs(None, throughput=path)
+    assert m["sources"]["throughput"] == "framework_throughput.json"
+    assert CLAIM_BY_ID["efficiency"].evaluate(m).status == "reproduced"
+    path.write_text(json.dumps({"longclip": {}}))
+    with pytest.raises(ValueError, match="expected key frameworks"):
+        measurements_from_outputs(None, throughput=path)
 
 def test_committed_calibration_gives_seeds():
     m = measurements_from_outputs(None, calibration=True)

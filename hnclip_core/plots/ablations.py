@@ -1,5 +1,6 @@
 """Figures of the ablation studies (chapter 5 and the ablation-run notebook): the drift of Ḡ (App. B.2),
-sample efficiency (Fig. 6), convergence over seeds (Fig. 5, A9) and the temperature × γ grid (App. B.2)."""
+sample efficiency (Fig. 6), convergence over seeds (Fig. 5, A9), the temperature × γ grid (App. B.2) and the
+plug-and-play study (Table 2, A4)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from matplotlib.figure import Figure
 
 from .training import _colour
 
-__all__ = ["plot_margin_annealing", "plot_sample_efficiency", "plot_seed_convergence", "plot_temperature_grid"]
+__all__ = ["plot_margin_annealing", "plot_plug_and_play", "plot_sample_efficiency", "plot_seed_convergence",
+           "plot_temperature_grid"]
 
 
 def plot_margin_annealing(runs: Mapping[str, Mapping]) -> Figure:
@@ -135,5 +137,35 @@ def plot_temperature_grid(temperature: Mapping[str, Mapping[str, Mapping]]) -> F
     line_ax.set_title("against the product (dotted: γ = 0 at that s)")
     line_ax.grid(alpha=0.3)
     line_ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_plug_and_play(plug_and_play: Mapping[str, Mapping[str, Mapping]],
+                       paper_delta: Mapping[str, float] | None = None) -> Figure:
+    """Each framework's average R@1 (last epoch) with InfoNCE and with L_HN as its global term, joined by an arrow
+    (Table 2, A4); ``paper_delta`` (framework → the paper's Δ average R@1) is written beside each arrow."""
+    frameworks = [f for f, runs in plug_and_play.items() if "clip" in runs and "hn" in runs]
+    fig = Figure(figsize=(6.4, 0.5 * len(frameworks) + 1.4))
+    ax = fig.subplots()
+    for row, framework in enumerate(frameworks):
+        base = plug_and_play[framework]["clip"]["last"]["mean_r1"]
+        boosted = plug_and_play[framework]["hn"]["last"]["mean_r1"]
+        colour = "tab:green" if boosted > base else "tab:red"
+        ax.annotate("", xy=(boosted, row), xytext=(base, row),
+                    arrowprops={"arrowstyle": "->", "color": colour, "linewidth": 1.8})
+        ax.plot([base], [row], "o", color="tab:grey")
+        label = f"Δ {boosted - base:+.1f}"
+        if paper_delta and framework in paper_delta:
+            label += f" (paper {paper_delta[framework]:+.1f})"
+        ax.text(max(base, boosted) + 0.3, row, label, va="center", fontsize=8)
+    ax.set_yticks(range(len(frameworks)), frameworks)
+    ax.invert_yaxis()
+    low = min(min(plug_and_play[f][o]["last"]["mean_r1"] for o in ("clip", "hn")) for f in frameworks)
+    high = max(max(plug_and_play[f][o]["last"]["mean_r1"] for o in ("clip", "hn")) for f in frameworks)
+    ax.set_xlim(low - 1, high + 6)
+    ax.set_xlabel("average R@1 (%), last epoch: grey dot InfoNCE → arrow head L_HN")
+    ax.set_title("L_HN in place of each framework's global InfoNCE term")
+    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
