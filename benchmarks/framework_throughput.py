@@ -116,11 +116,11 @@ def main() -> None:
     measured: dict = {}
     for (framework, objective), runs in seconds.items():
         median = statistics.median(runs)
+        row = {"img_per_s": batch * args.steps / median, "relative_time": median / reference}
+        print(f"{framework:<12}{objective:<10}{row['img_per_s']:>10.1f}{row['relative_time']:>15.3f}")
         measured.setdefault(framework, {})[objective] = {
-            "img_per_s": round(batch * args.steps / median, 2), "relative_time": round(median / reference, 4),
-            "seconds": [round(r, 4) for r in runs],
-        }
-        print(f"{framework:<12}{objective:<10}{batch * args.steps / median:>10.1f}{median / reference:>15.3f}")
+            "img_per_s": round(row["img_per_s"], 2), "relative_time": round(row["relative_time"], 4),
+            "seconds": [round(r, 4) for r in runs]}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"machine": machine, "setting": setting, "batch": batch,
