@@ -28,14 +28,12 @@ unit-test: $(STAMP)
 	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
 	$(BIN)/python -m pytest
 
-# The toy model is built first (a no-op when cached) so that its ~10 minutes show in the log, not in a cell.
 notebook-test: $(STAMP)
-	$(BIN)/python -m hnclip_core pretrain-toy
 	rm -rf $(NBVAL_OUTPUT)
 	HNCLIP_OUTPUT_DIR=$(NBVAL_OUTPUT) $(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
 
-# The README's main command: build the toy if needed, run all chapters headless into runs/tutorial/.
+# The README's main command: run all chapters headless into runs/tutorial/.
 tutorial: $(STAMP)
 	$(BIN)/python -m hnclip_core.tutorial --output-dir runs/tutorial
 
@@ -43,7 +41,6 @@ tutorial: $(STAMP)
 # full scale on the embedded default; completed points are skipped, so an interrupted run continues.
 # Collected into results/ablations.json, which chapter 5 draws. Pass STUDIES="gamma seeds" to run some.
 ablations: $(STAMP)
-	$(BIN)/python -m hnclip_core pretrain-toy
 	$(BIN)/python -m hnclip_core.ablations $(STUDIES)
 
 # Re-execute the committed notebooks at their defaults (after editing a chapter's .py script), strip

@@ -16,7 +16,6 @@ import logging
 import os
 import sys
 import typing
-from pathlib import Path
 
 from .train import TrainConfig
 
@@ -47,12 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     train_parser = commands.add_parser("train", help="fine-tune and evaluate (defaults: the paper's recipe)")
     _add_config_options(train_parser)
 
-    toy = commands.add_parser("pretrain-toy", help="build the embedded toy Long-CLIP (cached)")
-    toy.add_argument("--output", default=None, help="checkpoint path (default: the cache directory)")
-    toy.add_argument("--force", action="store_true", help="rebuild even if the cached checkpoint exists")
-    toy.add_argument(
-        "--low-memory", action="store_true", help="gradient checkpointing: same weights, less memory, ~30%% slower"
+    toy = commands.add_parser(
+        "pretrain-toy", help="rebuild the embedded toy Long-CLIP from its recipe (the package ships it already)"
     )
+    toy.add_argument("--output", default=None, help="fp32 checkpoint path (default: the cache directory)")
+    toy.add_argument("--restart", action="store_true", help="start afresh instead of resuming a saved state")
+    toy.add_argument("--probe-every", type=int, default=300, metavar="STEPS",
+                     help="measure the zero-shot regime every STEPS Long-CLIP-stage steps (0: never)")
+    toy.add_argument("--ship", action="store_true", help="then replace the shipped fp16 file and its record")
     calibrate = commands.add_parser(
         "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (four checks)"
     )
@@ -80,13 +81,10 @@ def main(argv: list[str] | None = None) -> int:
             print()
         return 0
     if args.command == "pretrain-toy":
-        from .toy import pretrain_toy, toy_checkpoint_path
+        from .toy import pretrain_toy, ship_toy
 
-        path = Path(args.output) if args.output else toy_checkpoint_path()
-        if path.is_file() and not args.force:
-            print(f"toy Long-CLIP already at {path} (use --force to rebuild)")
-            return 0
-        print(pretrain_toy(path, progress=sys.stderr.isatty(), low_memory=args.low_memory))
+        path = pretrain_toy(args.output, resume=not args.restart, probe_every=args.probe_every)
+        print(ship_toy(path) if args.ship else path)
         return 0
     if args.command == "calibrate":
         from .calibration import recheck, run_calibration

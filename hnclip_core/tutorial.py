@@ -1,7 +1,6 @@
 """Run the whole tutorial headless: ``python -m hnclip_core.tutorial`` (what ``make tutorial`` calls).
 
-Builds the embedded toy Long-CLIP if it is not cached yet, then executes the chapter notebooks in order
-with papermill into one folder::
+Executes the chapter notebooks in order with papermill into one folder::
 
     runs/tutorial/
         notebooks/01_caption_geometry.ipynb ...   the executed chapters
@@ -87,16 +86,8 @@ def run_tutorial(
     output = Path(output_dir).resolve()
     notebooks = chapter_notebooks(notebooks_dir)
     accepted = _check_overrides(notebooks, overrides)
-    if overrides.get("backbone", "toy") == "toy":
-        from .toy import ensure_toy_model
-
-        started = time.perf_counter()
-        ensure_toy_model(progress=progress)
-        toy_seconds = time.perf_counter() - started
-    else:
-        toy_seconds = 0.0
     (output / "notebooks").mkdir(parents=True, exist_ok=True)
-    summary = {"output_dir": str(output), "overrides": overrides, "toy_seconds": toy_seconds, "chapters": []}
+    summary = {"output_dir": str(output), "overrides": overrides, "chapters": []}
     for notebook in notebooks:
         parameters = {**accepted[notebook], "output_dir": str(output), "interactive": False}
         started = time.perf_counter()
@@ -109,7 +100,7 @@ def run_tutorial(
         summary["chapters"].append(chapter)
         print(f"{notebook.name}: {chapter['seconds']:.0f} s", file=sys.stderr)
         (output / "tutorial_summary.json").write_text(json.dumps(summary, indent=2))
-    summary["seconds"] = round(toy_seconds + sum(c["seconds"] for c in summary["chapters"]), 1)
+    summary["seconds"] = round(sum(c["seconds"] for c in summary["chapters"]), 1)
     summary["peak_kernel_memory_mb"] = round(_peak_child_memory_mb())
     (output / "tutorial_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
@@ -128,7 +119,7 @@ def format_report(summary: dict) -> str:
 
     output = Path(summary["output_dir"])
     lines = [f"tutorial finished in {summary['seconds'] / 60:.1f} min "
-             f"(toy model {summary['toy_seconds']:.0f} s; peak kernel memory {summary['peak_kernel_memory_mb']} MB)"]
+             f"(peak kernel memory {summary['peak_kernel_memory_mb']} MB)"]
     lines += [f"  {c['notebook']}: {c['seconds']:.0f} s" for c in summary["chapters"]]
     fine_tuning = output / "fine_tuning.json"
     if fine_tuning.is_file():

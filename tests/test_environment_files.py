@@ -113,4 +113,4 @@ def test_post_build_installs_the_package_and_fails_fast():
     assert lines[0] == "#!/bin/bash"
     assert commands[0] in ("set -euo pipefail", "set -e"), "postBuild must stop at the first failing command"
     assert any(re.fullmatch(r"(python -m )?pip install (--no-deps )?-e \.", line) for line in commands)
-    assert "python -m hnclip_core pretrain-toy --low-memory" in commands
+    assert not any("pretrain-toy" in line for line in commands), "the toy is shipped: Binder must not pretrain"

@@ -1,46 +1,92 @@
-"""The embedded toy Long-CLIP goes through Long-CLIP's two stages and the real loader (toy.py)."""
+"""The embedded toy Long-CLIP: the shipped file, and the pretraining that rebuilds it (toy.py, pretrain.py)."""
 
+import dataclasses
+import hashlib
 import json
 
+import pytest
 import torch
 
+import hnclip_core.pretrain as pretrain_module
 from hnclip_core.longclip import KEEP_POSITIONS, LONG_CONTEXT, load_longclip, stretch_positional_embedding
-from hnclip_core.toy import (
-    ToyRecipe,
-    clip_stage_checkpoint_path,
-    ensure_toy_model,
-    pretrain_toy,
-    toy_checkpoint_path,
-)
+from hnclip_core.pretrain import PretrainRecipe, pretrain
+from hnclip_core.toy import TOY_ARCHITECTURE, TOY_RECIPE, ensure_toy_model, shipped_toy_path
 
-MICRO = ToyRecipe(clip_scenes=64, clip_epochs=1, long_scenes=64, long_epochs=1, batch_size=32, warmup_steps=1)
+MICRO = PretrainRecipe(TOY_ARCHITECTURE, clip_steps=3, long_steps=3, batch_size=8, warmup_steps=1)
 
 
-def test_micro_recipe_builds_a_long_clip_checkpoint(tmp_path):
-    path = pretrain_toy(tmp_path / "toy.pt", MICRO, progress=False)
-    model, preprocess, tokenizer = load_longclip(path)
+def test_shipped_toy_matches_its_record_and_loads_strictly():
+    path = ensure_toy_model()
+    assert path == shipped_toy_path() and path.stat().st_size < 25 * 2**20
+    record = json.loads(path.with_suffix(".json").read_text())
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == record["sha256"]
+    assert record["recipe"] == TOY_RECIPE.as_dict() and record["recipe_digest"] == TOY_RECIPE.digest()
+    assert len(record["long_stage_losses"]) == TOY_RECIPE.long_steps
+    model, _, tokenizer = load_longclip(path)  # strict: a missing or extra tensor raises
+    assert tokenizer.context_length == LONG_CONTEXT
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert model.logit_scale.exp().item() == pytest.approx(100.0, abs=1e-3)
+
+
+def test_a_corrupted_shipped_toy_is_refused(monkeypatch, tmp_path):
+    path = shipped_toy_path()
+    fake = tmp_path / path.name
+    fake.write_bytes(b"version https://git-lfs.github.com/spec/v1\n")
+    fake.with_suffix(".json").write_text(path.with_suffix(".json").read_text())
+    monkeypatch.setattr("hnclip_core.toy.ASSETS", tmp_path)
+    with pytest.raises(ValueError, match="SHA-256"):
+        ensure_toy_model()
+
+
+def _weights(path):
+    return torch.load(path, weights_only=True)
+
+
+def test_micro_recipe_is_deterministic_resumable_and_long_clip_shaped(tmp_path):
+    path = pretrain(MICRO, tmp_path / "toy.pt", save_every=2, progress=False)
+    model, _, tokenizer = load_longclip(path)
     assert tokenizer.context_length == LONG_CONTEXT and model.visual.image_size == (64, 64)
     report = json.loads(path.with_suffix(".json").read_text())
-    assert len(report["clip_stage"]["losses"]) == 2 and len(report["long_stage"]["losses"]) == 2
-    assert report["logit_scale"] <= 100.0 + 1e-3
-    clip_stage, _, short_tokenizer = load_longclip(clip_stage_checkpoint_path(path))
+    assert len(report["clip_stage_losses"]) == 3 and len(report["long_stage_losses"]) == 3
+    clip_stage, _, short_tokenizer = load_longclip(tmp_path / "toy-clip-stage.pt")
     assert short_tokenizer.context_length == 77
-    # rows 0-19 were trained in the CLIP stage and then kept frozen, as Long-CLIP keeps OpenAI's;
-    # rows 20+ started from the stretch of the CLIP-stage table and were trained
+    # rows 0-19 were trained in the CLIP stage, then frozen (as Long-CLIP keeps OpenAI's); rows 20+ moved
     stage1, stage2 = clip_stage.positional_embedding.detach(), model.positional_embedding.detach()
     assert torch.equal(stage2[:KEEP_POSITIONS], stage1[:KEEP_POSITIONS])
-    stretched = stretch_positional_embedding(stage1)
-    assert stretched.shape == stage2.shape and not torch.equal(stage2[KEEP_POSITIONS:], stretched[KEEP_POSITIONS:])
+    assert not torch.equal(stage2[KEEP_POSITIONS:], stretch_positional_embedding(stage1)[KEEP_POSITIONS:])
 
-    again = pretrain_toy(tmp_path / "again.pt", MICRO, progress=False, low_memory=True)
-    first, second = torch.load(path, weights_only=True), torch.load(again, weights_only=True)
-    # deterministic on the CPU, and gradient checkpointing (low_memory) does not change a bit
-    assert all(torch.equal(first[k], second[k]) for k in first)
+    again = pretrain(MICRO, tmp_path / "again.pt", save_every=2, progress=False)
+    first, second = _weights(path), _weights(again)
+    assert all(torch.equal(first[k], second[k]) for k in first)  # deterministic on the CPU
+
+    # interrupted in the Long-CLIP stage, then resumed: the same weights as an uninterrupted run
+    original = pretrain_module.scene_batch
+
+    def interrupt(recipe, stage, step, preprocess):
+        if (stage, step) == (2, 2):
+            raise KeyboardInterrupt
+        return original(recipe, stage, step, preprocess)
+
+    pretrain_module.scene_batch = interrupt
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pretrain(MICRO, tmp_path / "resumed.pt", save_every=1, progress=False)
+    finally:
+        pretrain_module.scene_batch = original
+    resumed = _weights(pretrain(MICRO, tmp_path / "resumed.pt", save_every=1, progress=False))
+    assert all(torch.equal(first[k], resumed[k]) for k in first)
 
 
-def test_cache_path_depends_on_recipe(monkeypatch, tmp_path):
-    monkeypatch.setenv("HNCLIP_CACHE", str(tmp_path))
-    assert toy_checkpoint_path(MICRO) != toy_checkpoint_path(ToyRecipe())
-    assert toy_checkpoint_path(MICRO).parent == tmp_path / "toy"
-    path = ensure_toy_model(MICRO, progress=False)
-    assert path.is_file() and ensure_toy_model(MICRO, progress=False) == path
+def test_a_saved_state_of_another_recipe_is_not_resumed(tmp_path):
+    pretrain(MICRO, tmp_path / "toy.pt", progress=False)
+    with pytest.raises(ValueError, match="another recipe"):
+        pretrain(dataclasses.replace(MICRO, seed=1), tmp_path / "toy.pt", progress=False)
+
+
+def test_every_step_draws_new_scenes_in_many_voices():
+    preprocess = lambda image: torch.zeros(1)  # noqa: E731 - images are not looked at here
+    _, first = pretrain_module.scene_batch(MICRO, 2, 0, preprocess)
+    _, second = pretrain_module.scene_batch(MICRO, 2, 1, preprocess)
+    _, repeat = pretrain_module.scene_batch(MICRO, 2, 0, preprocess)
+    assert first == repeat and not set(first) & set(second)
+    assert all(len(c.split()) > 40 for c in first)

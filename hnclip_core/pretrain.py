@@ -1,0 +1,212 @@
+"""Pretraining the embedded toy Long-CLIP on a stream of fresh scenes in many caption voices (issue 12).
+
+The two stages of the real model (arXiv 2608.18521 App. D.1 fine-tunes Long-CLIP-L = OpenAI CLIP + a
+long-caption stage):
+
+1. **CLIP stage** — from scratch, context 77, InfoNCE on one-line alt-texts
+   (:func:`~hnclip_core.data.voices.varied_short_caption`) of random scenes, s fixed at 100 from the start
+   (a narrow text cone, as CLIP's).
+2. **Long-CLIP stage** — the positional table stretched 77 → 248, rows 0–19 frozen, training continued
+   on long captions (:func:`~hnclip_core.data.voices.varied_long_caption`, with a share of ``dense-alt``)
+   of other random scenes.
+
+Every step draws a new batch of scenes from ``numpy.random.default_rng([seed, stage, step])`` — the
+generator is free, so no scene is seen twice and a resumed run draws exactly the batches an
+uninterrupted one would. Scenes have no near-duplicate families, and the benchmark's own caption
+templates (``dense``) are never used. The state (model, optimiser, scheduler, traces) is saved every
+``save_every`` steps next to the output, so ``pretrain(..., resume=True)`` continues after an
+interruption; a probe of the zero-shot regime (:mod:`hnclip_core.regime`) is recorded every
+``probe_every`` Long-CLIP-stage steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import open_clip
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from .data.synthetic import SyntheticConfig, describe_scene, render_scene, sample_scene
+from .data.voices import varied_long_caption, varied_short_caption
+from .features import encode_images, encode_texts
+from .longclip import (
+    LONG_CONTEXT,
+    ClipArchitecture,
+    build_clip,
+    keep_first_positions_frozen,
+    longclip_param_groups,
+    save_longclip,
+    stretch_positional_embedding,
+)
+from .losses import clip_loss
+from .train import cosine_with_warmup
+
+__all__ = ["PretrainRecipe", "pretrain"]
+
+
+@dataclass(frozen=True)
+class PretrainRecipe:
+    """Everything that determines the pretrained weights (same recipe, same machine → same file)."""
+
+    architecture: ClipArchitecture
+    seed: int = 0
+    clip_steps: int = 1200
+    clip_lr: float = 1e-3
+    long_steps: int = 2400
+    long_lr: float = 5e-4
+    logit_scale: float = 100.0
+    batch_size: int = 128
+    weight_decay: float = 0.1
+    warmup_steps: int = 100
+    dense_alt_share: float = 0.25  #: share of Long-CLIP-stage captions in the ``dense-alt`` voice
+    min_objects: int = 3
+    max_objects: int = 5
+    image_size: int = 64
+
+    def as_dict(self) -> dict:
+        record = dataclasses.asdict(self)
+        record["architecture"] = self.architecture.as_dict()
+        return record
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:10]
+
+
+def scene_batch(recipe: PretrainRecipe, stage: int, step: int, preprocess) -> tuple[torch.Tensor, list[str]]:
+    """The images and captions of one training step: ``batch_size`` new scenes, each captioned afresh."""
+    rng = np.random.default_rng([recipe.seed, stage, step])
+    config = SyntheticConfig(image_size=recipe.image_size, min_objects=recipe.min_objects,
+                             max_objects=recipe.max_objects)
+    images, captions = [], []
+    for _ in range(recipe.batch_size):
+        scene = sample_scene(rng, config)
+        images.append(preprocess(render_scene(scene, recipe.image_size)))
+        if stage == 1:
+            captions.append(varied_short_caption(scene, rng))
+        elif rng.random() < recipe.dense_alt_share:
+            captions.append(describe_scene(scene, "dense-alt", rng).text)
+        else:
+            captions.append(varied_long_caption(scene, rng))
+    return torch.stack(images), captions
+
+
+def _long_model(clip_model, recipe: PretrainRecipe):
+    """Long-CLIP's stage-2 start: the CLIP-stage weights with the positional table stretched to 248."""
+    model = build_clip(dataclasses.replace(recipe.architecture, context_length=LONG_CONTEXT))
+    state = clip_model.state_dict()
+    state["positional_embedding"] = stretch_positional_embedding(state["positional_embedding"])
+    state["logit_scale"] = torch.tensor(math.log(recipe.logit_scale))
+    model.load_state_dict(state)
+    return model
+
+
+def _save_state(path: Path, state: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def pretrain(
+    recipe: PretrainRecipe, output: str | Path, resume: bool = True, save_every: int = 100,
+    probe_every: int = 0, progress: bool = True,
+) -> Path:
+    """Run both stages of ``recipe`` and write the Long-CLIP-format checkpoint ``output`` with a JSON report
+    (``output`` with suffix ``.json``) beside it; returns ``output``. ``probe_every`` > 0 measures the
+    zero-shot regime on the synthetic benchmark during the Long-CLIP stage (recorded in the report)."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    state_path = output.with_name(output.name + ".state")
+    torch.manual_seed(recipe.seed)
+    preprocess = open_clip.image_transform(recipe.image_size, is_train=False)
+    model = build_clip(recipe.architecture)
+    with torch.no_grad():
+        model.logit_scale.fill_(math.log(recipe.logit_scale))
+    saved = torch.load(state_path, weights_only=False) if resume and state_path.is_file() else None
+    if saved is not None and saved["recipe"] != recipe.as_dict():
+        raise ValueError(f"{state_path} belongs to another recipe; delete it or pass resume=False")
+    trace = saved["trace"] if saved else {"clip": [], "long": [], "probes": [], "seconds": 0.0}
+
+    probe_data = None
+    if probe_every:
+        from .regime import benchmark_tensors  # only the probe needs the benchmark in memory
+
+        probe_data = (benchmark_tensors("train"), benchmark_tensors("test"))
+
+    for stage, steps, lr, context in ((1, recipe.clip_steps, recipe.clip_lr, 77),
+                                      (2, recipe.long_steps, recipe.long_lr, LONG_CONTEXT)):
+        if stage == 2:
+            model = _long_model(model, recipe)
+            keep_first_positions_frozen(model)
+        optimizer = torch.optim.AdamW(longclip_param_groups(model, recipe.weight_decay), lr=lr)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_with_warmup(recipe.warmup_steps, steps))
+        losses = trace["clip" if stage == 1 else "long"]
+        start = 0
+        if saved is not None and saved["stage"] > stage:
+            continue  # finished before the interruption; the saved state holds a later stage's weights
+        if saved is not None and saved["stage"] == stage:
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            scheduler.load_state_dict(saved["scheduler"])
+            start = saved["step"]
+        tokenizer = open_clip.SimpleTokenizer(context_length=context)
+        model.train()
+        bar = tqdm(total=steps, initial=start, desc=f"toy {'CLIP' if stage == 1 else 'Long-CLIP'} stage",
+                   disable=not progress, smoothing=0.05)
+        began = time.perf_counter()
+        for step in range(start, steps):
+            images, captions = scene_batch(recipe, stage, step, preprocess)
+            image_features = F.normalize(encode_images(model, images)[0], dim=-1)
+            text_features = F.normalize(encode_texts(model, tokenizer(captions))[0], dim=-1)
+            loss = clip_loss(image_features, text_features, model.logit_scale.exp())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            with torch.no_grad():
+                model.logit_scale.clamp_(0, math.log(100))
+            losses.append(loss.item())
+            bar.update()
+            bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+            done = step + 1
+            if stage == 2 and probe_data is not None and (done % probe_every == 0 or done == steps):
+                from .regime import zero_shot_regime
+
+                probe = zero_shot_regime(model, *probe_data, tokenizer)
+                trace["probes"].append({"step": done, **probe})
+                bar.write(f"step {done}: " + ", ".join(f"{k} {v:.3f}" for k, v in probe.items()))
+                model.train()
+            if done % save_every == 0 or done == steps:
+                trace["seconds"] += time.perf_counter() - began
+                began = time.perf_counter()
+                _save_state(state_path, {
+                    "recipe": recipe.as_dict(), "stage": stage, "step": done, "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "trace": trace,
+                })
+        bar.close()
+        if stage == 1:
+            save_longclip(model.eval(), output.with_name(f"{output.stem}-clip-stage{output.suffix}"))
+    model.eval()
+    save_longclip(model, output)
+    report = {
+        "recipe": recipe.as_dict(),
+        "seconds": trace["seconds"],
+        "machine": {"platform": platform.platform(), "processor": platform.machine(),
+                    "threads": torch.get_num_threads(), "torch": torch.__version__},
+        "clip_stage_losses": trace["clip"],
+        "long_stage_losses": trace["long"],
+        "probes": trace["probes"],
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
+    output.with_suffix(".json").write_text(json.dumps(report, indent=2))
+    return output

@@ -1,0 +1,127 @@
+"""Is a model a *strong initialisation* for the synthetic benchmark? The zero-shot measurements of issue 12.
+
+The paper's diagnosis (arXiv 2608.18521 §2.1, §2.4, Fig. 4) starts from a model that has already
+mastered the easy part of the task: on random dense-caption micro-batches InfoNCE is below 1e-3 on most
+batches (80 % in epoch 1), and what remains confused are near-twins. Measured here, before any
+fine-tuning:
+
+* ``solved_share`` — random 16-pair micro-batches of the train split (drawn like a shuffling loader) with
+  L_CLIP < 1e-3 at the model's own s, in fp32; ``solved_share_without_twins`` over the batches that hold
+  no two members of one family; ``hardest_margin_*`` — per row, positive minus hardest in-batch negative
+  (cosine, both directions), whose 10th percentile predicts the solved share;
+* ``twin_error_share`` — of the test split's text→image top-1 errors, the share that land on a member of
+  the query's own family (a near-twin), and ``own_family_top1`` — queries whose top-1 is in their family;
+* ``geometry`` — mean pairwise and mean hardest caption cosine of the test captions (Table A1);
+* zero-shot Recall@1 in both directions.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import open_clip
+import torch
+import torch.nn.functional as F
+
+from .data.synthetic import SyntheticConfig, iter_examples
+from .features import encode_images, encode_texts
+from .geometry import caption_similarity_stats
+from .losses import clip_loss
+
+__all__ = ["BenchmarkTensors", "benchmark_tensors", "zero_shot_regime"]
+
+SOLVED_BELOW = 1e-3
+
+
+@dataclass
+class BenchmarkTensors:
+    """One split of the synthetic benchmark, preprocessed: images, captions, family index per example."""
+
+    images: torch.Tensor
+    captions: list[str]
+    families: torch.Tensor
+
+
+def benchmark_tensors(split: str, config: SyntheticConfig | None = None) -> BenchmarkTensors:
+    """The benchmark's ``split`` in memory (the same examples its DOCCI-format files hold)."""
+    config = config or SyntheticConfig()
+    preprocess = open_clip.image_transform(config.image_size, is_train=False)
+    images, captions, families, names = [], [], [], {}
+    for example in iter_examples(config, split):
+        images.append(preprocess(example.image))
+        captions.append(example.caption)
+        families.append(names.setdefault(example.family_id, len(names)))
+    return BenchmarkTensors(torch.stack(images), captions, torch.tensor(families))
+
+
+@torch.no_grad()
+def _encode(model, data: BenchmarkTensors, tokenizer, batch_size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+    image_chunks, text_chunks = [], []
+    for start in range(0, len(data.captions), batch_size):
+        image_chunks.append(encode_images(model, data.images[start : start + batch_size])[0])
+        tokens = tokenizer(data.captions[start : start + batch_size])
+        text_chunks.append(encode_texts(model, tokens)[0])
+    return F.normalize(torch.cat(image_chunks), dim=-1), F.normalize(torch.cat(text_chunks), dim=-1)
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+@torch.no_grad()
+def zero_shot_regime(
+    model, train: BenchmarkTensors, test: BenchmarkTensors, tokenizer, micro_batch: int = 16,
+    num_batches: int = 500, seed: int = 0,
+) -> dict:
+    """The measurements listed in the module docstring, for ``model`` (an open_clip ``CLIP``, on the CPU)."""
+    was_training = model.training
+    model.eval()
+    try:
+        train_images, train_texts = _encode(model, train, tokenizer)
+        test_images, test_texts = _encode(model, test, tokenizer)
+    finally:
+        model.train(was_training)
+    scale = model.logit_scale.exp().float()
+
+    generator = torch.Generator().manual_seed(seed)
+    solved, solved_clean, margins = [], [], []
+    n = len(train.captions)
+    while len(solved) < num_batches:
+        order = torch.randperm(n, generator=generator)
+        for start in range(0, n - micro_batch + 1, micro_batch):
+            if len(solved) == num_batches:
+                break
+            rows = order[start : start + micro_batch]
+            image, text = train_images[rows], train_texts[rows]
+            loss = clip_loss(image, text, scale).item()
+            solved.append(loss < SOLVED_BELOW)
+            if len(set(train.families[rows].tolist())) == micro_batch:
+                solved_clean.append(loss < SOLVED_BELOW)
+            similarity = image @ text.t()
+            positive = similarity.diag()
+            masked = similarity - 2 * torch.eye(micro_batch)
+            margins += (positive - masked.max(dim=1).values).tolist()  # image → text
+            margins += (positive - masked.max(dim=0).values).tolist()  # text → image
+
+    similarity = test_texts @ test_images.t()
+    top1 = similarity.argmax(dim=1)
+    truth = torch.arange(len(top1))
+    errors = top1 != truth
+    same_family = test.families[top1] == test.families
+    image_to_text = (test_images @ test_texts.t()).argmax(dim=1)
+    geometry = caption_similarity_stats(test_texts)
+    return {
+        "logit_scale": float(scale),
+        "solved_share": statistics.fmean(solved),
+        "solved_share_without_twins": statistics.fmean(solved_clean) if solved_clean else float("nan"),
+        "hardest_margin_median": statistics.median(margins),
+        "hardest_margin_p10": _quantile(margins, 0.1),
+        "twin_error_share": float((errors & same_family).sum() / errors.sum().clamp(min=1)),
+        "own_family_top1": float(same_family.float().mean()),
+        "t2i_r1": 100 * float((top1 == truth).float().mean()),
+        "i2t_r1": 100 * float((image_to_text == truth).float().mean()),
+        "mean_pairwise": geometry.mean_pairwise,
+        "mean_hardest": geometry.mean_hardest,
+    }
