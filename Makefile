@@ -45,8 +45,9 @@ ablations: $(STAMP)
 
 # Re-execute the committed notebooks at their defaults (after editing a chapter's .py script), strip
 # volatile metadata, keep the outputs and execution counts that nbval checks (it skips cells without a count).
+# Only the notebooks' own scripts are paired: conftest.py, chapter helpers and solutions/ are plain modules.
 notebooks: $(STAMP)
-	$(BIN)/jupytext --update --to ipynb notebooks/*.py
+	$(BIN)/jupytext --update --to ipynb notebooks/[0-9][0-9]_*.py notebooks/ablation_run.py
 	for nb in notebooks/*.ipynb; do \
 		HNCLIP_OUTPUT_DIR=$(NOTEBOOKS_OUTPUT) $(BIN)/papermill $$nb $$nb --cwd notebooks -k python3 || exit 1; \
 	done

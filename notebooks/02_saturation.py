@@ -18,12 +18,19 @@
 # negative logits (Eq. 2), so a negative must be beaten by a margin that grows with how similar its caption
 # is — and the gradient concentrates on exactly those negatives (Eq. 4).
 #
-# This chapter takes the claim apart in four steps:
-# 1. the **fp32 arithmetic** — at which margins the loss and the gradient actually become exactly zero;
-# 2. a **real batch** — the two losses on the first micro-batch training would draw;
-# 3. **gradient concentration** (Eq. 4) — how the boost re-weights the repulsion of each negative, with an
+# This chapter takes the claim apart in six steps:
+# 1. **the two losses, written out** — Eq. 1 and Eq. 2 in a few lines of torch, checked against
+#    `hnclip_core`, and drawn for a constructed batch;
+# 2. **saturation in seconds** — on that batch, InfoNCE's gradient on a near-twin in fp32 and fp16, then
+#    forty optimisation steps of each loss;
+# 3. the **arithmetic** in general — at which margins the loss and the gradient become exactly zero, in each
+#    precision;
+# 4. a **real batch** — the two losses on the first micro-batch training would draw;
+# 5. **gradient concentration** (Eq. 4) — how the boost re-weights the repulsion of each negative, with an
 #    interactive explorer for γ and s;
-# 4. the **gradient-dynamics run** of Fig. 4 — both losses and both gradients measured during fine-tuning.
+# 6. the **gradient-dynamics run** of Fig. 4 — both losses and both gradients measured during fine-tuning.
+#
+# Exercises close the chapter.
 
 # %% tags=["parameters"]
 backbone = "toy"  # "toy" or the path of a Long-CLIP checkpoint (longclip-L.pt)
@@ -32,7 +39,7 @@ data_root = None  # its folder (not needed for synthetic)
 device = "auto"
 seed = 0
 gamma = 0.5  # boost strength γ of Eq. 2
-logit_scale = 100.0  # s for the arithmetic of section 1 (Long-CLIP's learned value is 100)
+logit_scale = 100.0  # s of sections 1–3 (Long-CLIP's learned value is 100)
 micro_batch_size = 16  # contrastive batch of the paper's naive accumulation
 accumulation_steps = 8  # micro-batches per optimizer step (effective batch 128)
 dynamics_objective = "hn+tok"  # the objective trained during the gradient-dynamics run
@@ -44,8 +51,18 @@ output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks
 interactive = True  # progress bars and the γ/s explorer widget; papermill batch runs pass False
 
 # %%
+# %matplotlib inline
 #papermill_description=setup
 import torch
+import torch.nn.functional as F
+from chapter02_helpers import (
+    TWIN,
+    batch_summary,
+    plot_batch_matrices,
+    plot_twin_dynamics,
+    strong_init_batch,
+    twin_margin,
+)
 from IPython.display import Markdown, display
 
 from hnclip_core.experiment import Experiment
@@ -67,11 +84,233 @@ exp = Experiment(
 )
 
 # %% [markdown]
-# ## 1. The arithmetic of saturation
-# Take a batch of B pairs in which every positive leads every negative by the same cosine margin Δ, so
-# each logit gap is s·Δ. InfoNCE's loss is −log of the positive's softmax probability; the gradient on a
-# negative logit is that negative's softmax probability p ≈ e^(−s·Δ). Computed with torch in each
-# precision, exactly as the training loss is:
+# ## 1. The two losses, written out
+# Notation of §2.1: a batch of B image–caption pairs with L2-normalised embeddings $v_i$ (images) and $t_i$
+# (captions), the rows of $V$ and $T$; the image–caption similarities $S = VT^\top$, so $S_{ij} = v_i^\top t_j$;
+# the inverse temperature $s$ (Long-CLIP's is 100); and $\mathrm{CE}(Z, y)$, the softmax cross-entropy of each
+# row of $Z$ with target $y_i = i$, averaged over the rows. InfoNCE lets every image pick its caption (the
+# rows of $sS$) and every caption its image (the rows of $sS^\top$):
+#
+# $$\mathcal{L}_\mathrm{CLIP} = \tfrac12\big[\mathrm{CE}(sS,\,y) + \mathrm{CE}(sS^\top,\,y)\big],
+# \qquad \mathrm{CE}(Z, y) = \frac1B\sum_{i=1}^{B}\Big(-Z_{ii} + \log\sum_{j=1}^{B} e^{Z_{ij}}\Big). \qquad (1)$$
+#
+# HN-CLIP evaluates the same loss on shifted logits. With the caption–caption similarities $G = TT^\top$:
+#
+# $$\mathcal{L}_\mathrm{HN} = \tfrac12\big[\mathrm{CE}\big(s(S+\gamma\bar G),\,y\big)
+#   + \mathrm{CE}\big(s(S+\gamma\bar G)^\top,\,y\big)\big],
+# \qquad \bar G = \mathrm{stopgrad}(G)\odot(\mathbf{1}-I). \qquad (2)$$
+#
+# Three details decide what Eq. 2 computes:
+# * **stopgrad** — $\bar G$ is a constant for autograd, so the loss cannot lower itself by moving captions
+#   through $\bar G$; it is still recomputed from the current captions at every step;
+# * **$\odot(\mathbf{1}-I)$** — the diagonal is zeroed: positives keep their logits, and negative $j$ of query
+#   $i$ has $\gamma\bar G_{ij}$ added to its similarity $S_{ij}$, a margin by which the positive must now win;
+# * **symmetry** — $\bar G = \bar G^\top$, so the caption→image direction gets the same boost.
+#
+# With $\gamma = 0$ Eq. 2 is Eq. 1; the paper's default is $\gamma = 0.5$. In torch:
+
+# %%
+def contrastive_ce(Z):
+    """½[CE(Z, y) + CE(Zᵀ, y)], y_i = i: the rows of Z are images choosing a caption, its columns captions."""
+    y = torch.arange(Z.shape[0], device=Z.device)
+    return (F.cross_entropy(Z, y) + F.cross_entropy(Z.T, y)) / 2
+
+
+def clip_logits(v, t, s):
+    """The logits of Eq. 1: s·S with S = V Tᵀ."""
+    return s * (v @ t.T)
+
+
+def boosted_logits(v, t, s, gamma):
+    """The logits of Eq. 2: s·(S + γḠ)."""
+    G = (t @ t.T).detach()  # stopgrad(T Tᵀ)
+    G_bar = G.masked_fill(torch.eye(len(t), dtype=torch.bool, device=t.device), 0.0)  # ⊙ (1 − I)
+    return s * (v @ t.T + gamma * G_bar)
+
+
+def info_nce(v, t, s):  # Eq. 1, L_CLIP
+    return contrastive_ce(clip_logits(v, t, s))
+
+
+def boosted_loss(v, t, s, gamma=0.5):  # Eq. 2, L_HN
+    return contrastive_ce(boosted_logits(v, t, s, gamma))
+
+
+# %% [markdown]
+# **A strong initialisation, constructed.** To watch both losses at work in milliseconds, whatever the
+# backbone, we build a batch by hand (`strong_init_batch` in `chapter02_helpers.py`, beside this notebook):
+# B = 16 pairs of unit vectors in 64 dimensions. Every image already beats its easy negatives by a wide cosine
+# margin, as a Long-CLIP initialisation does on unrelated scenes, and one pair of near-twins — two captions
+# of one scene that differ in a detail, caption cosine 0.95 — is ranked correctly, but only narrowly. Pairs 0
+# and 1 are the twins.
+
+# %%
+V0, T0 = strong_init_batch(seed=seed)  # images and captions, [16, 64] each, unit norm; twins: pairs 0, 1
+summary = batch_summary(V0, T0)
+print(f"positive cosines S_ii: {summary['positive_min']:.2f}–{summary['positive_max']:.2f}; "
+      f"every easy negative trails its positive by ≥ {summary['easy_lead_min']:.2f}")
+print(f"the twins: caption cosine Ḡ_01 = {summary['twin_caption_similarity']:.2f}, "
+      f"each twin's positive leads the other twin by Δ = {summary['twin_margin']:.2f}")
+print(f"caption cosine between unrelated captions: "
+      f"{summary['caption_similarity_min']:.2f}–{summary['caption_similarity_max']:.2f}")
+
+# %% [markdown]
+# **Does the code compute what the package trains with?** Agreement of the loss values is not enough: drop
+# the `.detach()` and the values stay the same while the gradient w.r.t. the captions changes. So we compare
+# values *and* gradients with `hnclip_core.losses`, on a random batch (losses of order ln B) and on the
+# constructed one.
+
+# %%
+def loss_and_gradients(loss_fn, v, t):
+    v, t = v.clone().requires_grad_(), t.clone().requires_grad_()
+    loss = loss_fn(v, t)
+    loss.backward()
+    return loss.detach(), v.grad, t.grad
+
+
+generator = torch.Generator().manual_seed(seed)
+random_batch = [F.normalize(torch.randn(16, 64, generator=generator), dim=1) for _ in range(2)]
+for v, t in (random_batch, (V0, T0)):
+    torch.testing.assert_close(loss_and_gradients(lambda v, t: info_nce(v, t, logit_scale), v, t),
+                               loss_and_gradients(lambda v, t: clip_loss(v, t, logit_scale), v, t))
+    torch.testing.assert_close(loss_and_gradients(lambda v, t: boosted_loss(v, t, logit_scale, gamma), v, t),
+                               loss_and_gradients(lambda v, t: hn_clip_loss(v, t, logit_scale, gamma=gamma), v, t))
+print("Eq. 1 and Eq. 2 above match clip_loss and hn_clip_loss: values and gradients, on both batches")
+
+# %% [markdown]
+# The three matrices of Eq. 2 for the constructed batch:
+
+# %%
+S = V0 @ T0.T
+G_bar = (T0 @ T0.T).fill_diagonal_(0.0)
+fig = plot_batch_matrices(S, G_bar, boosted_logits(V0, T0, logit_scale, gamma), logit_scale, gamma)
+exp.save_figure(fig, "02_constructed_batch")
+display(fig)
+
+# %% [markdown]
+# **What you see.** *Left*: a bright diagonal over a dark field — every image prefers its own caption by a
+# wide margin — except the two outlined twin cells, only 0.15 below the twins' positives. *Middle*: unrelated
+# captions share some wording (Ḡ of 0.2–0.4), the twins stand out at 0.95. *Right*: with the boost
+# γḠ_01 = 0.475 the twin's logit s(S_01 + γḠ_01) overtakes the positive's s·S_00 by about 32: for Eq. 2 the
+# twins are still mistaken for each other, while the easy negatives, boosted by γḠ ≤ 0.22, stay behind.
+# InfoNCE, which sees only the left matrix, considers this batch solved — the next section measures how
+# solved.
+
+# %% [markdown]
+# ## 2. Saturation in seconds
+# **(a) One backward pass.** What would push the twins apart is the gradient of the batch loss w.r.t. the
+# twin's logit $z_{01}$ (image 0 against caption 1). We compute it in fp32, and with the logits in fp16 as
+# mixed-precision training does: under `torch.autocast` the matrix product runs in half precision, the
+# cross-entropy in fp32 (autocast upcasts it), and the gradient that flows back into the fp16 logits is
+# rounded to fp16.
+
+# %%
+def twin_gradient(make_logits, dtype):
+    """Loss and ∂loss/∂z_01 on the constructed batch, the logits computed in `dtype` (fp16: under autocast)."""
+    v, t = V0.clone().requires_grad_(), T0.clone().requires_grad_()
+    with torch.autocast("cpu", dtype=torch.float16, enabled=dtype == torch.float16):
+        Z = make_logits(v, t)
+        Z.retain_grad()  # keep the gradient of this intermediate tensor
+        loss = contrastive_ce(Z)
+    loss.backward()
+    assert Z.dtype == dtype
+    return loss.item(), Z.grad[TWIN].item()
+
+
+logits_of = {"InfoNCE": lambda v, t: clip_logits(v, t, logit_scale),
+             "L_HN": lambda v, t: boosted_logits(v, t, logit_scale, gamma)}
+measured = {(name, precision): twin_gradient(make, dtype) for name, make in logits_of.items()
+            for precision, dtype in (("fp32", torch.float32), ("fp16", torch.float16))}
+(loss_clip_32, grad_clip_32), (_, grad_clip_16) = measured["InfoNCE", "fp32"], measured["InfoNCE", "fp16"]
+(loss_hn_32, grad_hn_32), (_, grad_hn_16) = measured["L_HN", "fp32"], measured["L_HN", "fp16"]
+print(f"L_CLIP = {loss_clip_32:.3g} ({'solved' if loss_clip_32 < SOLVED_LOSS_THRESHOLD else 'not solved'}: "
+      f"< {SOLVED_LOSS_THRESHOLD:g})    L_HN (γ = {gamma}) = {loss_hn_32:.3g}")
+print("gradient on the twin's logit z_01:")
+print(f"  InfoNCE  fp32: {grad_clip_32:.3g}    fp16 logits: {grad_clip_16!r}")
+print(f"  L_HN     fp32: {grad_hn_32:.3g}    fp16 logits: {grad_hn_16:.3g}")
+print(f"  ratio L_HN / InfoNCE in fp32: {grad_hn_32 / grad_clip_32:.2g}")
+
+# %% [markdown]
+# **What you see.** InfoNCE's loss is far below the "solved" level 10⁻³ and its push on the twin is
+# ~2·10⁻⁸ in fp32 — and exactly 0.0 in fp16. L_HN's loss is about 4 and its push on the twin is 0.0625 in
+# both precisions, over a million times larger.
+#
+# **The arithmetic.** The batch loss averages B rows and halves the sum of two directions, so each direction
+# contributes $p/(2B)$ to the gradient on a negative logit, where $p$ is that negative's softmax probability
+# in its row; a positive that leads by the logit gap $s\Delta$ gives $p \approx e^{-s\Delta}$. Here
+# $s\Delta = 100 \cdot 0.15 = 15$: $p \approx 3\cdot10^{-7}$, $p/(2B) \approx 10^{-8}$, twice that for both
+# directions — the fp32 value above. fp16's smallest positive number is the subnormal $2^{-24} \approx
+# 6\cdot10^{-8}$, and anything below half of it rounds to 0. So in fp16 each half of the gradient vanishes
+# once $p/(2B) < 2^{-25}$, i.e. from $s\Delta \approx \ln(2^{25}/2B) \approx 13.9$ for B = 16 (the probability
+# $p$ itself from $s\Delta \approx \ln(1/6\cdot10^{-8}) \approx 17$). fp32's smallest subnormal is
+# $2^{-149} \approx 1.4\cdot10^{-45}$: there the same happens only from $s\Delta \approx 100$ (for $p$ itself
+# ≈ 104), a cosine margin of 1 at s = 100. Loss scaling (`torch.amp.GradScaler` multiplies the loss by, e.g.,
+# $2^{16}$ before the backward pass) moves the fp16 threshold out by $16\ln 2 \approx 11$ logits: it postpones
+# the underflow, it does not remove it. Under the boost the twin's logit is ahead of the positive in both
+# directions, so $p \approx 1$ and its gradient is $2/(2B) = 0.0625$, which no precision loses.
+
+# %% [markdown]
+# **(b) Forty steps.** Now let the batch learn. The 32 embeddings become free parameters
+# (`torch.nn.Parameter`, re-normalised inside the loss), and plain SGD takes 40 steps of each loss from the
+# same start. Every step records the loss, the gradient on the twin's logit $z_{01}$ and the twins' margin
+# (the smallest lead of a twin's positive over the other twin).
+
+# %%
+def optimise(make_logits, steps=40, lr=2e-3):
+    V, T = torch.nn.Parameter(V0.clone()), torch.nn.Parameter(T0.clone())
+    optimiser = torch.optim.SGD([V, T], lr=lr)
+    history = {"loss": [], "twin_grad": [], "twin_margin": [], "twin_caption_similarity": []}
+    for step in range(steps + 1):  # the last pass only measures
+        v, t = F.normalize(V, dim=1), F.normalize(T, dim=1)
+        Z = make_logits(v, t)
+        Z.retain_grad()
+        loss = contrastive_ce(Z)
+        optimiser.zero_grad()
+        loss.backward()
+        history["loss"].append(loss.item())
+        history["twin_grad"].append(Z.grad[TWIN].item())
+        history["twin_margin"].append(twin_margin(v, t))
+        history["twin_caption_similarity"].append((t[0] @ t[1]).item())
+        if step < steps:
+            optimiser.step()
+    return history
+
+
+INFONCE = r"InfoNCE $\mathcal{L}_\mathrm{CLIP}$ (Eq. 1)"  # legend labels, in the paper's names
+L_HN = rf"$\mathcal{{L}}_\mathrm{{HN}}$ (Eq. 2, γ = {gamma:g})"
+histories = {INFONCE: optimise(logits_of["InfoNCE"]), L_HN: optimise(logits_of["L_HN"])}
+for name, history in zip(("InfoNCE", "L_HN"), histories.values(), strict=True):
+    print(f"{name:8s} twin margin {history['twin_margin'][0]:.3f} → {history['twin_margin'][-1]:.3f} after 40 steps; "
+          f"loss {history['loss'][0]:.3g} → {history['loss'][-1]:.3g}; "
+          f"gradient on z_01 {history['twin_grad'][0]:.3g} → {history['twin_grad'][-1]:.3g}")
+print(f"the margin L_HN asks for, γ·Ḡ_01: {gamma * histories[L_HN]['twin_caption_similarity'][0]:.3f} → "
+      f"{gamma * histories[L_HN]['twin_caption_similarity'][-1]:.3f}")
+fig = plot_twin_dynamics(histories, gamma, boosted=L_HN)
+exp.save_figure(fig, "02_twin_dynamics")
+display(fig)
+
+# %% [markdown]
+# **What you see.** InfoNCE stands still: with a gradient of ~10⁻⁸ on the twin's logit, SGD moves the
+# embeddings by less than 10⁻⁹ per step, and the twins' margin stays at 0.15 — the batch is "solved", the
+# twins are not. L_HN pushes on the twin at full strength until the margin approaches the one it asks for,
+# γḠ_01 (dotted). That target itself falls from 0.475 to about 0.37: Ḡ is detached but recomputed every
+# step, and the steps that push each image away from the other twin's caption also pull the two captions
+# apart (the drift of App. B.2 and Table 3c). Once the lead exceeds γḠ_01, L_HN saturates in turn — but only
+# after the twins have been separated by the full margin, about 0.41 here.
+#
+# *Why plain SGD?* Its step is proportional to the gradient, as the argument needs. Adam divides each
+# parameter's step by the running size of that parameter's own gradient, so here, where every embedding is
+# its own parameter, it would blow a 10⁻⁸ gradient up to a full step (as long as it stays above Adam's
+# ε = 10⁻⁸) — but not an exact 0, as in fp16. In a network the parameters are shared by all pairs of all
+# batches, and a solved pair's tiny gradient is drowned by the others' instead of being rescaled.
+
+# %% [markdown]
+# ## 3. The arithmetic of saturation, in general
+# The constructed batch was one point of a general picture. Take a batch of B pairs in which every positive
+# leads every negative by the same cosine margin Δ, so each logit gap is s·Δ. InfoNCE's loss is −log of the
+# positive's softmax probability; the gradient on a negative logit is that negative's softmax probability
+# p ≈ e^(−s·Δ) (divided by 2B in the batch loss). Computed with torch in each precision, exactly as the
+# training loss is:
 
 # %%
 thresholds = {dtype: saturation_thresholds(logit_scale, micro_batch_size, dtype)
@@ -94,7 +333,7 @@ display(fig)
 # criterion ("solved"), is reached at Δ ≈ 0.1.
 
 # %% [markdown]
-# ## 2. A real batch
+# ## 4. A real batch
 # The first micro-batch that fine-tuning would draw, encoded by the pre-trained model, at the model's own
 # learned logit scale:
 
@@ -107,10 +346,22 @@ print(f"L_CLIP = {loss_clip:.4g} ({'solved' if loss_clip < SOLVED_LOSS_THRESHOLD
 print(f"L_HN (γ = {gamma}) = {loss_hn:.4g}")
 
 # %% [markdown]
-# ## 3. Where the gradient goes (Eq. 4)
-# For query i the force on negative j is s·p_ij, its softmax posterior. Adding γḠ multiplies the relative
-# repulsion of two negatives by exp(sγ·(Ḡ_ij − Ḡ_ik)): at s = 100 and γ = 0.5, a caption-similarity gap of
-# only 0.1 multiplies it by e⁵ ≈ 148. Below: for one query of the real batch, its negatives sorted by
+# ## 5. Where the gradient goes (Eq. 4)
+# Write the boosted logits as $z_{ij} = s(S_{ij} + \gamma\bar G_{ij})$ and their row-wise softmax as
+# $p_{ij} = \mathrm{softmax}_j(z_{i,:})$ (App. B.2). For the loss of one row, $\ell_i = -\log p_{ii}$, the
+# gradient w.r.t. a negative's similarity is its posterior, $\partial\ell_i/\partial S_{ij} = s\,p_{ij}$
+# ($j \ne i$; the batch loss divides by 2B and adds the column term), and for two negatives $j, k$ of query $i$
+#
+# $$\frac{p_{ij}}{p_{ik}} = \exp\big(s(S_{ij}-S_{ik})\big)\cdot\exp\big(s\gamma(\bar G_{ij}-\bar G_{ik})\big).
+# \qquad (4)$$
+#
+# The first factor is InfoNCE's own ratio, the second is the boost: equivalently,
+# $p_{ij} \propto e^{sS_{ij}}\,e^{s\gamma\bar G_{ij}}$ — InfoNCE's posterior re-weighted by
+# $\exp(s\gamma\bar G_{ij})$ and renormalised over the row.
+#
+# So the force on negative j is s·p_ij, and adding γḠ multiplies the relative repulsion of two negatives by
+# exp(sγ·(Ḡ_ij − Ḡ_ik)): at s = 100 and γ = 0.5, a caption-similarity gap of only 0.1 multiplies it by
+# e⁵ ≈ 148. Below: for one query of the real batch, its negatives sorted by
 # caption similarity, with the standard and the boosted posterior.
 
 # %%
@@ -133,7 +384,7 @@ if interactive:
     display(boost_explorer_widget(images, texts, gamma, model_scale))
 
 # %% [markdown]
-# ## 4. Gradient dynamics during fine-tuning (Fig. 4)
+# ## 6. Gradient dynamics during fine-tuning (Fig. 4)
 # Every `monitor_every` optimizer steps the monitor takes the current batch and, without changing the
 # training trajectory, computes both losses and the full-parameter gradients of each in fp32: their norms,
 # whether they are exactly zero, and the cosine between them. (Cost: two extra backward passes on measured
@@ -167,6 +418,26 @@ print(exp.save_json("saturation", {
 # **Reading the results.** On the toy, L_HN stays far from zero in every epoch and its gradient is larger
 # than InfoNCE's and positively aligned with it — as in the paper. What the toy does *not* reproduce is the
 # saturation itself: InfoNCE's batch losses stay around 0.05–0.2 rather than collapsing below 10⁻³, because
-# the toy separates unrelated scenes much less confidently than Long-CLIP-L does (section 1: "solved" needs
+# the toy separates unrelated scenes much less confidently than Long-CLIP-L does (section 3: "solved" needs
 # every positive to lead all 15 negatives by ≈ 0.1 in cosine). `results/README.md` records the toy recipes
 # tried. With `backbone` set to longclip-L.pt and `dataset="docci"` this chapter measures the real thing.
+
+# %% [markdown]
+# ## Exercises
+# 1. **A fixed margin.** Metric learning often adds one constant margin $m$ to every negative logit:
+#    logits $s(S + m(\mathbf{1}-I))$. Implement `fixed_margin_loss(v, t, s, m)` beside `boosted_loss`, check
+#    that $m = 0$ gives Eq. 1, and compare it with Eq. 2 on the constructed batch at $m = \gamma\bar G_{01}$
+#    (the boost Eq. 2 gives the twin). (a) By Eq. 4, how does each change the relative repulsion of the
+#    twin and of an easy negative, compared with InfoNCE? (b) Which negatives does each leave unresolved
+#    (lead smaller than the margin it asks for), and what share of the gradient on negative logits goes to
+#    the twin?
+# 2. **When is the twin no longer solved?** At s = 100, find the γ from which L_HN of the constructed batch
+#    exceeds 10⁻³. Predict it first from the twin's boosted logit gap $s(\Delta - \gamma\bar G_{01})$ (the twin
+#    appears in two rows and two columns of the batch loss), then find it by bisection.
+# 3. **Predict the underflow.** For a batch in which every positive leads every negative by the same cosine
+#    margin Δ (section 3), predict from fp16's smallest subnormal ($2^{-24} \approx 6\cdot10^{-8}$) the Δ at
+#    s = 100 from which the gradient on a negative logit is exactly 0 when the logits are fp16 — (a) for one
+#    query's own loss $\ell_i$, (b) for the symmetric batch loss with B = 16 — then measure both.
+#
+# Solutions: `notebooks/solutions/chapter02.py` (one function per exercise, returning its numbers; checked by
+# `tests/test_exercises.py`).
