@@ -42,6 +42,7 @@ output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks; figures and geo
 interactive = True  # progress bars and widgets; papermill batch runs pass False
 
 # %% tags=[]
+# %matplotlib inline
 #papermill_description=setup
 from IPython.display import HTML, Markdown, display
 

@@ -59,6 +59,7 @@ output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks
 interactive = True  # progress bars; papermill batch runs pass False
 
 # %% tags=[]
+# %matplotlib inline
 #papermill_description=setup
 from IPython.display import Markdown, display
 

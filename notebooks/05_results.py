@@ -23,6 +23,7 @@ results_dir = "../results"  # the project's committed results (calibration, full
 interactive = True  # unused here; kept so that every chapter takes the same switches
 
 # %%
+# %matplotlib inline
 import json
 from dataclasses import asdict
 from pathlib import Path

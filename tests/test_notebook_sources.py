@@ -36,3 +36,17 @@ def test_notebook_matches_its_script_and_follows_the_conventions(path):
             assert all(o.output_type != "error" for o in cell.outputs)
             # nbval treats a cell without an execution count as never run and fails it if it has outputs.
             assert cell.execution_count is not None or not cell.outputs, "keep counts: nbstripout --keep-count"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_figure_is_committed_as_a_picture(path):
+    """A figure cell must carry a PNG: ``<Figure size …>`` text means the kernel had no formatter for it."""
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        texts = [o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs]
+        assert not any("<Figure size" in text for text in texts), f"a figure shown as text:\n{cell.source[:200]}"
+        draws = "display(fig" in cell.source and "if interactive" not in cell.source
+        if draws and cell.outputs:
+            assert any("image/png" in o.get("data", {}) for o in cell.outputs), f"no PNG:\n{cell.source[:200]}"
