@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 NBVAL_OUTPUT := $(CURDIR)/runs/nbval
-# Training runs are cached by configuration: point this at a finished `make tutorial` to reuse its runs.
+# Where `make notebooks` runs the chapters (emptied first: committed outputs never come from a warm cache).
 NOTEBOOKS_OUTPUT ?= $(CURDIR)/runs/notebooks-build
 
 .PHONY: test unit-test notebook-test tutorial ablations notebooks install lint clean
@@ -28,10 +28,13 @@ unit-test: $(STAMP)
 	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
 	$(BIN)/python -m pytest
 
+# nbval compares what is deterministic exactly; the trained numbers the chapters wrote are then compared with
+# results/chapter_numbers.json within a seed-derived tolerance (tests/chapter_numbers.py).
 notebook-test: $(STAMP)
 	rm -rf $(NBVAL_OUTPUT)
 	HNCLIP_OUTPUT_DIR=$(NBVAL_OUTPUT) $(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
+	HNCLIP_CHAPTER_OUTPUT=$(NBVAL_OUTPUT) $(BIN)/python -m pytest tests/test_chapter_numbers.py
 
 # The README's main command: run all chapters headless into runs/tutorial/.
 tutorial: $(STAMP)
@@ -43,14 +46,17 @@ tutorial: $(STAMP)
 ablations: $(STAMP)
 	$(BIN)/python -m hnclip_core.ablations $(STUDIES)
 
-# Re-execute the committed notebooks at their defaults (after editing a chapter's .py script), strip
-# volatile metadata, keep the outputs and execution counts that nbval checks (it skips cells without a count).
+# Re-execute the committed notebooks at their defaults (after editing a chapter's .py script) from an empty run
+# cache, strip volatile metadata, keep the outputs and execution counts that nbval checks (it skips cells without
+# a count), and record the trained numbers that notebook-test compares within tolerance.
 # Only the notebooks' own scripts are paired: conftest.py, chapter helpers and solutions/ are plain modules.
 notebooks: $(STAMP)
 	$(BIN)/jupytext --update --to ipynb notebooks/[0-9][0-9]_*.py notebooks/ablation_run.py
+	rm -rf $(NOTEBOOKS_OUTPUT)
 	for nb in notebooks/*.ipynb; do \
 		HNCLIP_OUTPUT_DIR=$(NOTEBOOKS_OUTPUT) $(BIN)/papermill $$nb $$nb --cwd notebooks -k python3 || exit 1; \
 	done
+	$(BIN)/python -m tests.chapter_numbers $(NOTEBOOKS_OUTPUT) > results/chapter_numbers.json
 	$(BIN)/nbstripout --keep-output --keep-count --extra-keys "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.widgets" notebooks/*.ipynb
 
 lint: $(STAMP)

@@ -403,6 +403,7 @@ exp.save_figure(fig, "02_gradient_dynamics")
 display(fig)
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 display(Markdown(diagnostics_table(dynamics["diagnostics"], SATURATION)))
 
 # %%

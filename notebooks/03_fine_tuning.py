@@ -83,6 +83,7 @@ results = {objective: exp.run(objective=objective) for objective in (baseline, m
 # orientation only: a different model, data set and scale.
 
 # %% tags=[]
+# NBVAL_IGNORE_OUTPUT
 rows = {"zero-shot": results[baseline]["zero_shot"]}
 rows.update({objective: results[objective]["last"] for objective in (baseline, method)})
 display(Markdown(recall_table(rows, paper=DOCCI_RECALL)))
@@ -127,6 +128,7 @@ for objective in (baseline, method):
 examples = retrieval_examples(features, baseline, method, best=2, worst=1, k=5)
 
 # %% tags=[]
+# NBVAL_IGNORE_OUTPUT
 changes = examples["changes"]
 print(f"ground-truth rank under {method} vs {baseline}: better for {changes['improved']} queries, "
       f"worse for {changes['worsened']}, unchanged for {changes['unchanged']}")

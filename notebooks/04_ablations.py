@@ -90,6 +90,7 @@ exp = Experiment(
 gamma_runs = {g: exp.run(objective="hn+tok" if g else "tok", gamma=g, warmup_steps=warmup_steps) for g in gammas}
 
 # %% tags=[]
+# NBVAL_IGNORE_OUTPUT
 display(Markdown(recall_table({f"γ = {g:g}": run["last"] for g, run in gamma_runs.items()})))
 fig = plot_metric_sweep(
     gammas, {"T→I R@1": [r["last"]["t2i_r1"] for r in gamma_runs.values()],
@@ -110,6 +111,7 @@ component_runs = {objective: exp.run(objective=objective, warmup_steps=warmup_st
                   for objective in ("clip", "tok", "hn", "hn+tok")}
 
 # %% tags=[]
+# NBVAL_IGNORE_OUTPUT
 display(Markdown(studies.components_table(component_runs, ks=(1, 5, 10))))
 fig = plot_convergence(component_runs)
 exp.save_figure(fig, "04_convergence")
@@ -129,6 +131,7 @@ source_runs = {source: exp.run(objective="hn+tok", margin_source=source, warmup_
                for source in ("recomputed", "frozen")}
 
 # %% tags=[]
+# NBVAL_IGNORE_OUTPUT
 display(Markdown(recall_table({f"Ḡ {source} (last epoch)": run["last"] for source, run in source_runs.items()})))
 display(Markdown(studies.margin_source_table(source_runs)))
 fig = plot_margin_annealing({f"Ḡ {source}": run for source, run in source_runs.items()})
@@ -147,6 +150,7 @@ fraction_runs = {f"{f:g}": {o: exp.run(objective=o, train_fraction=f, accumulati
                                        warmup_steps=warmup_steps) for o in ("clip", "hn+tok")} for f in fractions}
 
 # %% tags=[]
+# NBVAL_IGNORE_OUTPUT
 display(Markdown(studies.fractions_table(fraction_runs)))
 fig = plot_sample_efficiency(fraction_runs, studies.strongest_baseline(fraction_runs[f"{max(fractions):g}"]))
 exp.save_figure(fig, "04_sample_efficiency")
@@ -163,6 +167,7 @@ seed_runs = {str(s): {o: exp.run(objective=o, seed=s, warmup_steps=warmup_steps)
              for s in seeds}
 
 # %% tags=[]
+# NBVAL_IGNORE_OUTPUT
 display(Markdown(studies.seeds_table(seed_runs)))
 fig = plot_seed_convergence(seed_runs)
 exp.save_figure(fig, "04_seed_convergence")
@@ -174,6 +179,7 @@ display(fig)
 # for the synthetic default the same kind of scenes described in another voice and order.
 
 # %% tags=[]
+# NBVAL_IGNORE_OUTPUT
 #papermill_description=transfer
 transfer_runs = {}
 if transfer_dataset is not None:
@@ -196,6 +202,7 @@ temperature_runs = {f"{s:g}": {f"{g:g}": exp.run(objective="hn+tok", gamma=g, lo
                     for s in logit_scales}
 
 # %% tags=[]
+# NBVAL_IGNORE_OUTPUT
 display(Markdown(studies.temperature_table(temperature_runs)))
 fig = plot_temperature_grid(temperature_runs)
 exp.save_figure(fig, "04_temperature_gamma")

@@ -72,6 +72,7 @@ print(f"in-batch negatives with Ḡ ≥ 0.8 (B = {geometry['in_batch']['batch_si
 # ## 2. Saturation (chapter 2; §2.4, Fig. 4)
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 display(Markdown(diagnostics_table(saturation["dynamics"]["diagnostics"], SATURATION)))
 fp32 = saturation["thresholds"]["float32"]
 print(f"fp32 at s = {fp32['logit_scale']:g}, B = {fp32['batch_size']}: loss exactly 0 from Δ = "
@@ -81,6 +82,7 @@ print(f"fp32 at s = {fp32['logit_scale']:g}, B = {fp32['batch_size']}: loss exac
 # ## 3. Fine-tuning (chapter 3; Table 1, Fig. 5)
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 runs = fine_tuning["runs"]
 first = next(iter(runs.values()))
 rows = {"zero-shot": first["zero_shot"], **{objective: run["last"] for objective, run in runs.items()}}
@@ -93,6 +95,7 @@ display(fig)
 # ## 4. Ablations at tutorial scale (chapter 4; Table 3)
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 scale = ablations["scale"]
 print(f"scale: {100 * scale['train_fraction']:.0f}% of the training set, {scale['epochs']} epochs, "
       f"seed {scale['seed']}")
@@ -228,6 +231,7 @@ display(Markdown(studies.throughput_table(throughput, PAPER_THROUGHPUT)))
 # (chapters 1–3) and the calibration (section 5).
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 measurements = measurements_from_outputs(exp.output_path, calibration=Path(results_dir) / "calibration.json",
                                          ablations=Path(results_dir) / "ablations.json",
                                          throughput=Path(results_dir) / "framework_throughput.json")

@@ -91,6 +91,7 @@ result = exp.run(**settings)
 # Every study reads the **last** epoch; the best one is shown because Table 3c reports it.
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 display(Markdown(recall_table({"zero-shot": result["zero_shot"], f"best (epoch {result['best']['epoch']})":
                                result["best"], f"last (epoch {result['last']['epoch']})": result["last"]})))
 

@@ -1,0 +1,73 @@
+"""The trained numbers the chapters write, and how far another machine may move them.
+
+nbval compares a chapter's printed text exactly. That is right for what is deterministic by construction
+(arithmetic, the geometry of the shipped model, parameter echoes, table layouts) and wrong for metrics
+measured after epochs of floating-point training, which move in the last printed digit with the CPU's
+kernels, the thread count or the torch release. Cells that print such metrics are marked
+``# NBVAL_IGNORE_OUTPUT``; their numbers are checked here instead, from the results JSON each chapter
+writes, against ``results/chapter_numbers.json`` (written by ``make notebooks`` from the committed run):
+
+    python -m tests.chapter_numbers runs/notebooks-build > results/chapter_numbers.json
+
+Tolerance: a metric may move by at most 3 × the largest seed standard deviation of its kind measured by
+the calibration (``results/calibration.json``: the same recipe, three seeds), and never by less than one
+printed unit. A different machine is a much smaller perturbation than a different seed, so a difference
+beyond that is a change in behaviour, not noise.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+#: Chapter results files and the metric names collected from them (anywhere in the JSON tree).
+FILES = ("saturation.json", "fine_tuning.json", "ablations.json")
+RECALL_KEYS = ("t2i_r1", "i2t_r1", "mean_r1")
+SHARE_KEYS = ("solved_clip", "solved_hn")
+SKIPPED = ("history", "seconds", "run_dir", "parameters", "scale")
+
+
+def _walk(node, path: str, out: dict[str, float]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in SKIPPED:
+                continue
+            if key in RECALL_KEYS + SHARE_KEYS and isinstance(value, int | float):
+                out[f"{path}/{key}"] = float(value)
+            else:
+                _walk(value, f"{path}/{key}", out)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            _walk(value, f"{path}/{index}", out)
+
+
+def trained_numbers(output_dir: str | Path) -> dict[str, float]:
+    """Every recall and solved-share a chapter wrote under ``output_dir``, keyed by its JSON path."""
+    out: dict[str, float] = {}
+    for name in FILES:
+        path = Path(output_dir) / name
+        if path.is_file():
+            _walk(json.loads(path.read_text()), name.removesuffix(".json"), out)
+    return out
+
+
+def tolerances(calibration: dict) -> dict[str, float]:
+    """Allowed absolute difference per kind of metric (module docstring)."""
+    runs = calibration["runs"]
+    recall_std = max(statistics.stdev(r[o]["last"][k] for r in runs) for o in ("clip", "hn+tok") for k in RECALL_KEYS)
+    share_std = max(
+        statistics.stdev(r[o]["diagnostics"][e][k] for r in runs)
+        for o in ("clip", "hn+tok") for k in SHARE_KEYS for e in range(len(runs[0][o]["diagnostics"]))
+    )
+    return {"recall": max(0.1, 3 * recall_std), "share": max(0.01, 3 * share_std)}
+
+
+def kind(key: str) -> str:
+    return "share" if key.rsplit("/", 1)[-1] in SHARE_KEYS else "recall"
+
+
+if __name__ == "__main__":
+    json.dump(trained_numbers(sys.argv[1]), sys.stdout, indent=1, sort_keys=True)
+    print()

@@ -1,0 +1,49 @@
+"""The chapters' trained numbers match the committed run within the seed-derived tolerance (chapter_numbers.py).
+
+Runs after nbval has executed the chapters (``make notebook-test`` sets ``HNCLIP_CHAPTER_OUTPUT`` to their
+output folder); the unit tests of the comparison itself run always.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.chapter_numbers import kind, tolerances, trained_numbers
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "results" / "chapter_numbers.json"
+CALIBRATION = ROOT / "results" / "calibration.json"
+OUTPUT = os.environ.get("HNCLIP_CHAPTER_OUTPUT")
+
+
+@pytest.mark.skipif(OUTPUT is None, reason="set HNCLIP_CHAPTER_OUTPUT to a chapters' output folder (make test does)")
+def test_trained_numbers_match_the_committed_run():
+    reference = json.loads(REFERENCE.read_text())
+    measured = trained_numbers(OUTPUT)
+    assert sorted(measured) == sorted(reference), "the chapters wrote other metrics than the committed run"
+    allowed = tolerances(json.loads(CALIBRATION.read_text()))
+    off = {k: (measured[k], v) for k, v in reference.items() if abs(measured[k] - v) > allowed[kind(k)] + 1e-9}
+    assert not off, f"beyond {allowed}: " + ", ".join(f"{k}: {m} vs {v}" for k, (m, v) in off.items())
+
+
+def test_numbers_are_collected_from_every_results_file(tmp_path):
+    (tmp_path / "fine_tuning.json").write_text(json.dumps(
+        {"runs": {"clip": {"last": {"mean_r1": 40.5, "t2i_r1": 41.0, "seconds": 3}, "history": [{"mean_r1": 1}]}}}))
+    (tmp_path / "saturation.json").write_text(json.dumps({"dynamics": {"diagnostics": [{"solved_clip": 0.5}]}}))
+    assert trained_numbers(tmp_path) == {
+        "fine_tuning/runs/clip/last/mean_r1": 40.5, "fine_tuning/runs/clip/last/t2i_r1": 41.0,
+        "saturation/dynamics/diagnostics/0/solved_clip": 0.5,
+    }
+
+
+def test_tolerance_is_three_seed_deviations_with_a_floor():
+    def run(r1, solved):
+        entry = {"last": {"t2i_r1": r1, "i2t_r1": r1, "mean_r1": r1}, "diagnostics": [{"solved_clip": solved,
+                                                                                       "solved_hn": 0.0}]}
+        return {"clip": entry, "hn+tok": entry}
+
+    spread = tolerances({"runs": [run(40.0, 0.5), run(42.0, 0.5), run(44.0, 0.5)]})
+    assert spread["recall"] == pytest.approx(6.0) and spread["share"] == 0.01
+    assert kind("saturation/x/solved_hn") == "share" and kind("fine_tuning/x/mean_r1") == "recall"
