@@ -26,7 +26,8 @@
 #
 # This chapter measures the same statistics on the default data: the embedded **synthetic dense-caption
 # benchmark** (procedurally drawn scenes in families of near-duplicates, each family member differing in
-# one detail) under the **toy Long-CLIP** text encoder that this project pretrains itself. Set the
+# one detail) under the **toy Long-CLIP** text encoder that ships with the package (pretrained once by this
+# project on other scenes, with captions in many other voices: `results/README.md`). Set the
 # parameters below to run it on the real thing (e.g. `backbone="/data/longclip-L.pt"`,
 # `dataset="docci"`, `data_root="/data/docci"`).
 

@@ -59,12 +59,15 @@ from chapter02_helpers import (
     TWIN,
     batch_summary,
     plot_batch_matrices,
+    plot_real_batches,
     plot_twin_dynamics,
     strong_init_batch,
     twin_margin,
 )
 from IPython.display import Markdown, display
 
+from hnclip_core.data import PairDataset
+from hnclip_core.evaluate import encode_dataset
 from hnclip_core.experiment import Experiment
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, clip_loss, hn_clip_loss
 from hnclip_core.paper import SATURATION
@@ -344,6 +347,47 @@ loss_hn = hn_clip_loss(images, texts, model_scale, gamma=gamma).item()
 print(f"B = {len(images)}, s = {model_scale:.1f}")
 print(f"L_CLIP = {loss_clip:.4g} ({'solved' if loss_clip < SOLVED_LOSS_THRESHOLD else 'not solved'})")
 print(f"L_HN (γ = {gamma}) = {loss_hn:.4g}")
+
+# %% [markdown]
+# **Many real batches.** One batch is an anecdote. Encode the whole training split once with the
+# pre-trained model, draw one epoch of random micro-batches as a shuffling loader would, and compute both
+# losses for each — the measurement behind the paper's "80 % of first-epoch batches solved" (§2.4, Fig. 4),
+# before any fine-tuning. The right panel asks *which* batches stay unsolved: those holding a pair of very
+# similar captions (a large off-diagonal Ḡ).
+
+# %%
+#papermill_description=many_real_batches
+model, preprocess, tokenizer = exp.load_model()
+train_images, train_texts = encode_dataset(model, PairDataset(exp.pairs("train", evaluation=False), preprocess,
+                                                              tokenizer), device=exp.torch_device, progress=False)
+order = torch.randperm(len(train_images), generator=torch.Generator().manual_seed(seed))
+batch_losses = {"InfoNCE (L_CLIP)": [], f"L_HN (γ = {gamma})": []}
+max_similarity = []
+for start in range(0, len(order) - micro_batch_size + 1, micro_batch_size):
+    rows = order[start : start + micro_batch_size]
+    v, t = train_images[rows], train_texts[rows]
+    batch_losses["InfoNCE (L_CLIP)"].append(clip_loss(v, t, model_scale).item())
+    batch_losses[f"L_HN (γ = {gamma})"].append(hn_clip_loss(v, t, model_scale, gamma=gamma).item())
+    G = t @ t.T
+    max_similarity.append(G.masked_fill(torch.eye(len(rows), dtype=torch.bool), -1).max().item())
+batch_losses = {name: torch.tensor(values) for name, values in batch_losses.items()}
+max_similarity = torch.tensor(max_similarity)
+solved = {name: (values < SOLVED_LOSS_THRESHOLD).float().mean().item() for name, values in batch_losses.items()}
+for name, share in solved.items():
+    print(f"{name}: {100 * share:.0f}% of {len(max_similarity)} micro-batches below 1e-3")
+print(f"(paper, InfoNCE on DOCCI within epoch 1: {100 * SATURATION['solved_clip_first_epoch']:.0f}%)")
+
+# %%
+fig = plot_real_batches(batch_losses, max_similarity, model_scale)
+exp.save_figure(fig, "02_real_batches")
+display(fig)
+
+# %% [markdown]
+# **What you see.** Read the shares printed above against the paper's 80 %: with a strong initialisation most
+# random micro-batches are already "solved" for InfoNCE before fine-tuning starts, and the right panel shows
+# what the unsolved ones have in common — a caption pair far more similar than the rest (on the synthetic
+# benchmark: two members of one near-twin family). L_HN, whose margin γḠ is largest exactly there, leaves no
+# batch below 10⁻³.
 
 # %% [markdown]
 # ## 5. Where the gradient goes (Eq. 4)

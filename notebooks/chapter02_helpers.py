@@ -30,7 +30,8 @@ from matplotlib.patches import Rectangle
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD
 from hnclip_core.plots import METHOD_COLOURS
 
-__all__ = ["TWIN", "strong_init_batch", "twin_margin", "batch_summary", "plot_batch_matrices", "plot_twin_dynamics"]
+__all__ = ["TWIN", "strong_init_batch", "twin_margin", "batch_summary", "plot_batch_matrices", "plot_twin_dynamics",
+           "plot_real_batches"]
 
 #: (image, caption) index of the twin's negative logit: image 0 against caption 1 (and, by symmetry, 1 against 0).
 TWIN = (0, 1)
@@ -214,4 +215,26 @@ def plot_twin_dynamics(histories: dict[str, dict], gamma: float, boosted: str | 
     ax_margin.set_title("how far each twin's positive leads the other twin", fontsize=10)
     ax_margin.legend(fontsize=8, loc="center right")
     fig.suptitle("The constructed batch as free parameters: the same start, one loss each", fontsize=11)
+    return fig
+
+
+def plot_real_batches(losses: dict[str, torch.Tensor], max_caption_similarity: torch.Tensor, scale: float) -> Figure:
+    """Per-batch losses of many real micro-batches: their distribution (left) and against the most similar
+    caption pair the batch holds (right), with the 'solved' level 1e-3."""
+    fig = Figure(figsize=(11, 3.8), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    floor = 1e-12  # a loss that rounds to exactly 0 is drawn here
+    bins = np.logspace(-12, 2, 43)
+    for (name, values), colour in zip(losses.items(), (METHOD_COLOURS["clip"], METHOD_COLOURS["hn"]), strict=False):
+        shown = values.clamp(min=floor).numpy()
+        left.hist(shown, bins=bins, alpha=0.7, color=colour, label=name)
+        right.scatter(max_caption_similarity.numpy(), shown, s=10, alpha=0.6, color=colour, label=name)
+    left.axvline(SOLVED_LOSS_THRESHOLD, color="grey", linestyle=":", label="'solved' level 1e-3")
+    right.axhline(SOLVED_LOSS_THRESHOLD, color="grey", linestyle=":", label="'solved' level 1e-3")
+    left.set(xscale="log", xlabel="batch loss (log scale)", ylabel="micro-batches",
+             title=f"{len(max_caption_similarity)} random micro-batches at s = {scale:.0f}")
+    right.set(yscale="log", xlabel="most similar caption pair in the batch (max Ḡ)", ylabel="batch loss (log scale)",
+              title="what keeps a batch unsolved")
+    left.legend(fontsize=8)
+    right.legend(fontsize=8)
     return fig
