@@ -171,3 +171,25 @@ print(exp.save_json("geometry", summary).name)
 # **Take-away.** Every caption has a near-twin, and the loss will see them as negatives. Chapter 2 shows
 # what InfoNCE does with such batches — and why, under a strong initialisation, it can stop learning
 # before the near-twins are resolved.
+
+# %% [markdown] tags=[]
+# ## Exercises
+# 1. **The table by hand.** From `features` alone, compute in a few lines of torch the mean pairwise
+#    similarity, each caption's hardest companion (value and index) with their mean, and the share of pairs
+#    with Ḡ ≥ 0.8, then check them against `geometry` (`caption_similarity_stats`). Why must the diagonal be
+#    masked before taking the hardest companion, and why may a mean over ordered pairs i ≠ j stand for the
+#    package's mean over unordered pairs i < j?
+# 2. **Twins and strangers** (synthetic benchmark). Each family is a base scene and members that differ from
+#    it in one detail; `synthetic_metadata.jsonlines`, beside the benchmark's `images/` folder, records each
+#    pair's `family_id` and `changed_detail` (the image file's name is the `example_id`). Print a base caption
+#    and one of its members side by side (`hnclip_core.geometry.differing_phrases` shows where they differ) and
+#    predict their Ḡ before reading it off `features`. Then, over the whole split: the mean Ḡ within families
+#    and across families, and the share of captions whose hardest companion (`geometry.hardest_negative_index`)
+#    is a family member. Which negatives will γḠ boost the most?
+# 3. **Which edit makes the closest twin?** Group the Ḡ between every member and its family's base by the kind
+#    of edit (`changed_detail["kind"]`: colour, shape, size, swap or background) and count the words in which
+#    the two captions differ. Predict the order first: is the twin with the fewest changed words the one the
+#    encoder finds most similar?
+#
+# Solutions: `notebooks/solutions/chapter01.py` (one function per exercise, taking the features so that any
+# text encoder can be measured; checked by `tests/test_exercises.py`).

@@ -150,3 +150,23 @@ print(exp.save_json("fine_tuning", {
 # (`results/calibration.json`: +2.0 average R@1 over three seeds at 5 epochs, per seed +0.6 to +3.2). The
 # paper's mechanism needs InfoNCE to saturate, which the toy reproduces only partly — chapter 2 shows why.
 # Chapter 4 varies γ, the loss components and the source of Ḡ.
+
+# %% [markdown] tags=[]
+# ## Exercises
+# 1. **Recall@K by hand.** `features[method]` holds the test split's image and caption features (unit rows,
+#    row i of one belongs to row i of the other). Build the caption–image cosine matrix, find the rank of each
+#    caption's own image (1 + the number of other images scoring at least as high: a tie counts against the
+#    query) and of each image's own caption, and compute T→I and I→T R@1/5/10. Check them against
+#    `hnclip_core.evaluate.recall_at_k`.
+# 2. **Chance levels.** Predict the R@1 of a model that ranks at random over the whole test split, and of one
+#    that always finds a caption's family of four but cannot tell its members apart. Simulate both with random
+#    features (for the second: every image and caption is its family's direction plus its own noise). Then,
+#    for both trained models, what share of the captions whose top-1 image is wrong picked a family twin's
+#    image? (`synthetic_metadata.jsonlines`, beside the benchmark's `images/` folder, gives each pair's
+#    `family_id`.)
+# 3. **What R@1 counts.** Section 4 counts the queries whose ground-truth rank got better or worse. From both
+#    models' T→I ranks (`hnclip_core.evaluate.ranks_of_ground_truth`), count the queries that entered rank 1
+#    and those that left it, and check that their difference divided by the number of queries is the T→I R@1
+#    difference of the two models. How many improved queries does R@1 not see at all?
+#
+# Solutions: `notebooks/solutions/chapter03.py` (functions of the features; checked by `tests/test_exercises.py`).

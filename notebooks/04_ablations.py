@@ -219,3 +219,25 @@ print(exp.save_json("ablations", studies.slim({
     "transfer": transfer_runs,
     "temperature": temperature_runs,
 })).name)
+
+# %% [markdown] tags=[]
+# ## Exercises
+# 1. **What a frozen margin costs.** A negative's mean handicap is s·γ·Ḡ logits. Check the paper's ≈ 42 for
+#    DOCCI (mean Ḡ 0.84, γ = 0.5, s ≈ 100; App. B.2). Then, from the two runs of (c), compute the margin each
+#    applied per epoch: the recomputed run its live Ḡ, the frozen one its epoch-0 Ḡ throughout (`history` rows
+#    carry `caption_mean_similarity`, and from epoch 1 the learned `logit_scale`; for epoch 0 take the
+#    pre-trained model's s, `exp.load_model()[0].logit_scale.exp().item()`). By how many logits did the
+#    recomputed margin relax, and how many more does the frozen run demand after its last epoch?
+# 2. **s and γ are not interchangeable.** By Eq. 4 the boost re-weights negatives through s·γ only. On one
+#    training batch (`v, t, _ = exp.first_training_batch()`), evaluate `hnclip_core.losses.hn_clip_loss` at
+#    (s, γ) = (100, 0.5) and (50, 1). Compare (a) the two losses, (b) for query 0, how each changes the ratio of
+#    two negatives' posteriors relative to InfoNCE at the same s, and (c) both losses with the image features
+#    set to zero (S = 0). Why does (g) train γ = 0 at every s as that s's own reference?
+# 3. **How long is an ablation run?** With the chapter's parameters, predict how many optimizer steps each run
+#    of (a)–(c) takes, how many training pairs every epoch leaves out (the last partial batch is dropped), and
+#    the learning-rate factor of each step (linear warm-up over `warmup_steps`, then cosine decay to 0). Do the
+#    same for (d)'s 5 % runs at batch 16 × 2. Check with `hnclip_core.train.training_subset`, `epoch_batches`
+#    and `cosine_with_warmup` (the training set has `len(exp.pairs("train", evaluation=False))` pairs).
+#
+# Solutions: `notebooks/solutions/chapter04.py` (functions of the runs, a batch or the parameters; checked by
+# `tests/test_exercises.py`).

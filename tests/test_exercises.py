@@ -1,5 +1,6 @@
-"""The exercise solutions of chapter 2 (notebooks/solutions/chapter02.py) and the constructed batch they use,
-checked against independent computations: the package's losses, its saturation thresholds, and Eq. 4."""
+"""The exercise solutions of chapters 1–4 (notebooks/solutions/chapterNN.py), and chapter 2's constructed batch,
+checked against independent computations: the package's geometry, evaluation, losses, saturation thresholds,
+training subset, batches and schedule, Eq. 4, and known values."""
 
 import math
 import sys
@@ -9,13 +10,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hnclip_core.losses import clip_loss, hn_clip_loss
+from hnclip_core.data.docci import load_docci_pairs
+from hnclip_core.data.synthetic import EDIT_KINDS
+from hnclip_core.evaluate import rank_changes, ranks_of_ground_truth, recall_at_k
+from hnclip_core.geometry import caption_similarity_stats, encode_captions
+from hnclip_core.longclip import load_longclip
+from hnclip_core.losses import caption_margin, clip_loss, hn_clip_loss
 from hnclip_core.saturation import saturation_thresholds
+from hnclip_core.train import cosine_with_warmup, epoch_batches, training_subset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 
 from chapter02_helpers import TWIN, batch_summary, strong_init_batch, twin_margin  # noqa: E402
-from solutions import chapter02  # noqa: E402
+from solutions import chapter01, chapter02, chapter03, chapter04  # noqa: E402
 
 S_SCALE = 100.0
 
@@ -113,3 +120,289 @@ def test_exercise3_fp16_thresholds_follow_from_the_smallest_subnormal():
     assert answer["measured_batch"] == pytest.approx(package, abs=1e-3)
     assert answer["predicted_row"] == pytest.approx(answer["measured_row"], abs=2e-3)
     assert answer["predicted_batch"] == pytest.approx(answer["measured_batch"], abs=2e-3)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Chapter 1 (notebooks/solutions/chapter01.py): the caption geometry by hand, twins and strangers, edit kinds
+# ------------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_test_split(tiny_checkpoint, tiny_benchmark):
+    """The tiny synthetic benchmark's 16 test captions, encoded by the tiny random CLIP, with their metadata."""
+    model, _, tokenizer = load_longclip(tiny_checkpoint)
+    pairs = load_docci_pairs(tiny_benchmark, "test")
+    captions = [pair.caption for pair in pairs]
+    return {
+        "model": model, "tokenizer": tokenizer, "captions": captions,
+        "features": encode_captions(model, tokenizer, captions, progress=False),
+        "metadata": chapter01.synthetic_metadata(pairs),
+    }
+
+
+def family_features(num_families, family_size, dim=32, spread=0.05, seed=0):
+    """Unit vectors in tight families (a shared random direction plus a small offset) and their family ids."""
+    generator = torch.Generator().manual_seed(seed)
+    centres = torch.randn(num_families, dim, generator=generator).repeat_interleave(family_size, dim=0)
+    features = F.normalize(centres + spread * torch.randn(len(centres), dim, generator=generator), dim=1)
+    return features, [f"f{i // family_size}" for i in range(len(features))]
+
+
+def test_synthetic_metadata_follows_the_pairs(tiny_benchmark, tiny_test_split, tmp_path):
+    metadata, captions = tiny_test_split["metadata"], tiny_test_split["captions"]
+    assert len(metadata) == len(captions) == 16
+    assert [row["captions"]["dense"] for row in metadata] == captions  # the benchmark's default caption style
+    assert [row["family_id"] for row in metadata] == [f"test_f{i // 4:04d}" for i in range(16)]
+    assert [row["changed_detail"] is None for row in metadata] == [i % 4 == 0 for i in range(16)]
+    train = chapter01.synthetic_metadata(load_docci_pairs(tiny_benchmark, "train"))
+    assert len(train) == 48 and train[0]["example_id"] == "train_00000"
+    (tmp_path / "images").mkdir()
+    not_synthetic = [type("Pair", (), {"image_path": tmp_path / "images" / "x.png"})()]
+    with pytest.raises(ValueError, match="not a synthetic benchmark"):
+        chapter01.synthetic_metadata(not_synthetic)
+
+
+def test_ch1_exercise1_known_values():
+    # cosines 0.6 (0, 1), 0 (0, 2) and 0.8 (1, 2)
+    features = torch.tensor([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
+    answer = chapter01.exercise1(features, threshold=0.8)
+    assert answer["mean_pairwise"] == pytest.approx((0.6 + 0.0 + 0.8) / 3, abs=1e-6)
+    assert answer["hardest_index"].tolist() == [1, 2, 1]  # never the caption itself
+    assert answer["hardest"].tolist() == pytest.approx([0.6, 0.8, 0.8], abs=1e-6)
+    assert answer["mean_hardest"] == pytest.approx(2.2 / 3, abs=1e-6)
+    assert answer["fraction_at_least"] == pytest.approx(1 / 3)
+
+
+def test_ch1_exercise1_matches_caption_similarity_stats(tiny_test_split):
+    for features in (tiny_test_split["features"], family_features(15, 4, spread=0.5)[0]):
+        n = len(features)
+        answer = chapter01.exercise1(features)
+        stats = caption_similarity_stats(features)
+        assert answer["mean_pairwise"] == pytest.approx(stats.mean_pairwise, abs=1e-6)
+        assert answer["mean_hardest"] == pytest.approx(stats.mean_hardest, abs=1e-6)
+        assert torch.equal(answer["hardest_index"], stats.hardest_negative_index)
+        torch.testing.assert_close(answer["hardest"], stats.hardest_negative)
+        # the same share; one pair may round to the other side of 0.8 in the last bit of float32
+        assert answer["fraction_at_least"] == pytest.approx(stats.fraction_at_least[0.8], abs=1 / (n * (n - 1)))
+    assert 0 < chapter01.exercise1(family_features(15, 4, spread=0.5)[0])["fraction_at_least"] < 1
+
+
+def test_ch1_exercise2_tight_families_stand_out():
+    features, families = family_features(10, 4)
+    answer = chapter01.exercise2(features, families)
+    assert answer["num_with_twins"] == 40
+    assert answer["twin_is_hardest"] == 1.0 and answer["twin_beats_every_stranger"] == 1.0
+    assert answer["within"] > 0.9 > 0.3 > answer["across"]
+    # family ids that ignore the geometry: twins are no more similar than strangers
+    shuffled = [families[i] for i in torch.randperm(40, generator=torch.Generator().manual_seed(0)).tolist()]
+    unrelated = chapter01.exercise2(features, shuffled)
+    assert unrelated["twin_is_hardest"] < 0.5 and abs(unrelated["within"] - unrelated["across"]) < 0.3
+    alone = chapter01.exercise2(features, [str(i) for i in range(40)])  # singletons: no twins at all
+    assert alone["num_with_twins"] == 0 and math.isnan(alone["within"])
+
+
+def test_ch1_exercise2_means_by_a_loop(tiny_test_split):
+    features = tiny_test_split["features"]
+    families = [row["family_id"] for row in tiny_test_split["metadata"]]
+    answer = chapter01.exercise2(features, families)
+    within, across = [], []
+    for i in range(16):
+        for j in range(16):
+            if i != j:
+                (within if families[i] == families[j] else across).append(float(features[i] @ features[j]))
+    assert answer["within"] == pytest.approx(sum(within) / len(within), abs=1e-6)
+    assert answer["across"] == pytest.approx(sum(across) / len(across), abs=1e-6)
+    hardest = caption_similarity_stats(features).hardest_negative_index.tolist()
+    twin_is_hardest = sum(families[h] == families[i] for i, h in enumerate(hardest)) / 16
+    assert answer["twin_is_hardest"] == pytest.approx(twin_is_hardest)
+
+
+def test_ch1_exercise3_groups_members_by_edit_and_measures_them_with_the_encoder(tiny_test_split):
+    metadata, captions = tiny_test_split["metadata"], tiny_test_split["captions"]
+    answer = chapter01.exercise3(tiny_test_split["features"], metadata, captions)
+    assert set(answer) <= set(EDIT_KINDS)
+    assert sum(kind["count"] for kind in answer.values()) == 12  # 4 families × 3 edited members
+    similarities = [kind["mean_similarity"] for kind in answer.values()]
+    assert similarities == sorted(similarities, reverse=True)
+    assert all(kind["mean_words_changed"] > 0 for kind in answer.values())
+    # independently: encode each (base, member) caption pair afresh and average by the recorded kind
+    expected: dict[str, list[float]] = {}
+    for start in range(0, 16, 4):
+        for member in range(start + 1, start + 4):
+            pair = encode_captions(tiny_test_split["model"], tiny_test_split["tokenizer"],
+                                   [captions[start], captions[member]], progress=False)
+            expected.setdefault(metadata[member]["changed_detail"]["kind"], []).append(float(pair[0] @ pair[1]))
+    assert {kind: len(values) for kind, values in expected.items()} == {k: v["count"] for k, v in answer.items()}
+    for kind, values in expected.items():
+        assert answer[kind]["mean_similarity"] == pytest.approx(sum(values) / len(values), abs=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Chapter 3 (notebooks/solutions/chapter03.py): Recall@K by hand, chance levels, what R@1 counts
+# ------------------------------------------------------------------------------------------------------------
+
+
+def paired_features(n, dim, noise, seed):
+    """Images and captions that share a random direction per pair, with independent noise: R@K strictly
+    between 0 and 100 for a moderate noise."""
+    generator = torch.Generator().manual_seed(seed)
+    shared = torch.randn(n, dim, generator=generator)
+    return (F.normalize(shared + noise * torch.randn(n, dim, generator=generator), dim=1),
+            F.normalize(shared + noise * torch.randn(n, dim, generator=generator), dim=1))
+
+
+@pytest.mark.parametrize("noise", [0.0, 1.0, 2.0, 100.0])
+def test_ch3_recall_by_hand_equals_the_package(noise):
+    images, texts = paired_features(300, 16, noise, seed=1)
+    answer = chapter03.exercise1(images, texts, ks=(1, 5, 10, 50))
+    package = recall_at_k(images, texts, (1, 5, 10, 50))
+    for direction in ("t2i", "i2t"):
+        assert answer["by_hand"][direction] == pytest.approx(package[direction], abs=1e-9)
+    assert answer["package"] == package
+    if noise == 1.0:
+        assert 0 < answer["by_hand"]["t2i"][1] < 100 and answer["by_hand"]["t2i"][1] != answer["by_hand"]["i2t"][1]
+    by_hand = chapter03.ranks_by_hand(images, texts)
+    package_ranks = ranks_of_ground_truth(images, texts)
+    for mine, theirs in zip(by_hand, package_ranks, strict=True):
+        assert torch.equal(mine, theirs)
+
+
+def test_ch3_ties_count_against_the_query():
+    images, texts = paired_features(10, 8, 0.5, seed=2)
+    images[1] = images[0]  # two identical images: neither caption 0 nor caption 1 can be first for sure
+    text_to_image, _ = chapter03.ranks_by_hand(images, texts)
+    assert text_to_image[0] >= 2 and text_to_image[1] >= 2
+
+
+@pytest.mark.parametrize("family_size", [2, 4])
+def test_ch3_chance_levels_follow_the_family_size(family_size):
+    answers = [chapter03.exercise2(num_families=1000 // family_size, family_size=family_size, seed=s) for s in range(5)]
+    mean_r1 = sum(a["family_blind_r1"] for a in answers) / len(answers)
+    assert mean_r1 == pytest.approx(100 / family_size, abs=2.0)  # 5 × 1000 queries: standard error < 0.8
+    assert all(a["family_blind_expected"] == 100 / family_size for a in answers)
+    assert all(a["family_blind_r_at_family_size"] == 100.0 for a in answers)  # the family is always found
+    assert all(a["family_blind_twin_share"] == 1.0 for a in answers)  # every error is a twin
+    assert all(a["random_expected"] == pytest.approx(0.1) for a in answers)
+    assert sum(a["random_r1"] for a in answers) / len(answers) < 0.5
+
+
+def test_ch3_twin_share_of_misses():
+    images, texts, families = chapter03.family_blind_features(num_families=50, family_size=4, seed=3)
+    blind = chapter03.twin_share_of_misses(images, texts, families)
+    top = (texts @ images.T).argmax(dim=1)
+    assert blind["misses"] == int((top != torch.arange(200)).sum()) > 0
+    assert blind["twin_misses"] == blind["misses"] and blind["twin_share"] == 1.0
+    random_images, random_texts = paired_features(200, 16, 100.0, seed=4)
+    random = chapter03.twin_share_of_misses(random_images, random_texts, families)
+    assert random["misses"] > 150 and random["twin_share"] < 0.1  # 3 twins among 199 other images
+    perfect = chapter03.twin_share_of_misses(texts, texts, families)
+    assert perfect["misses"] == 0 and math.isnan(perfect["twin_share"])
+
+
+def test_ch3_exercise3_r1_change_is_entered_minus_left():
+    generator = torch.Generator().manual_seed(5)
+    shared = torch.randn(400, 16, generator=generator)
+    images = F.normalize(shared + 1.5 * torch.randn(400, 16, generator=generator), dim=1)
+    # two "models": captions with independent noise, the second's smaller (better on average, not everywhere)
+    texts = F.normalize(shared + 1.5 * torch.randn(400, 16, generator=generator), dim=1)
+    better_texts = F.normalize(shared + 0.9 * torch.randn(400, 16, generator=generator), dim=1)
+    features = {"clip": (images, texts), "hn+tok": (images, better_texts)}
+    answer = chapter03.exercise3(features, "clip", "hn+tok")
+    before, after = ranks_of_ground_truth(*features["clip"])[0], ranks_of_ground_truth(*features["hn+tok"])[0]
+    changes = rank_changes(before, after)
+    assert (answer["improved"], answer["worsened"], answer["unchanged"]) == (
+        changes["improved"], changes["worsened"], changes["unchanged"])
+    assert answer["improved"] + answer["worsened"] + answer["unchanged"] == 400
+    r1 = recall_at_k(*features["hn+tok"], (1,))["t2i"][1] - recall_at_k(*features["clip"], (1,))["t2i"][1]
+    assert answer["r1_change"] == pytest.approx(r1, abs=1e-9)
+    assert answer["entered_top1"] > answer["left_top1"] > 0
+    assert 0 < answer["invisible_to_r1"] < answer["improved"]
+    query, rank_before, rank_after = answer["largest_gain"]
+    assert (rank_before, rank_after) == (int(before[query]), int(after[query]))
+    assert rank_before - rank_after == int((before - after).max())
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Chapter 4 (notebooks/solutions/chapter04.py): the frozen margin, s·γ, steps of an ablation run
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_ch4_margin_is_what_the_boost_adds_to_a_batch():
+    assert chapter04.exercise1()["paper_margin"] == pytest.approx(42.0)  # 100 × 0.5 × 0.84 (App. B.2)
+    assert chapter04.margin_per_epoch([0.8, 0.7, 0.6], 100.0, 0.5, frozen=True) == pytest.approx([40.0] * 3)
+    assert chapter04.margin_per_epoch([0.8, 0.7, 0.6], [100.0, 90.0, 80.0], 0.5, frozen=False) == pytest.approx(
+        [40.0, 31.5, 24.0])
+    # s·γ·(mean off-diagonal Ḡ) is the mean of the margin the package adds to the negative logits of a batch
+    _, t = paired_features(16, 8, 0.0, seed=6)
+    t = F.normalize(t + 2.0, dim=1)  # a crowded batch, as dense captions are
+    s, gamma = 100.0, 0.5
+    off = ~torch.eye(16, dtype=torch.bool)
+    added = (s * caption_margin(t, t, gamma))[off].double().mean().item()
+    mean_similarity = caption_similarity_stats(t).mean_pairwise
+    assert chapter04.margin_per_epoch([mean_similarity], s, gamma, frozen=False)[0] == pytest.approx(added, rel=1e-5)
+    with pytest.raises(ValueError):
+        chapter04.margin_per_epoch([0.8, 0.7], [100.0], 0.5, frozen=False)
+
+
+def test_ch4_exercise1_reads_the_runs_histories():
+    def run(source, similarities, scales, fixed=None):
+        history = [{"epoch": 0, "caption_mean_similarity": similarities[0]}]
+        history += [{"epoch": e, "caption_mean_similarity": g, "logit_scale": s}
+                    for e, (g, s) in enumerate(zip(similarities[1:], scales, strict=True), start=1)]
+        return {"config": {"gamma": 0.5, "margin_source": source, "logit_scale": fixed}, "history": history}
+
+    runs = {"recomputed": run("recomputed", [0.8, 0.7, 0.6], [90.0, 95.0]),
+            "frozen": run("frozen", [0.8, 0.75, 0.7], [90.0, 95.0])}
+    answer = chapter04.exercise1(runs, initial_logit_scale=100.0)
+    assert answer["runs"]["recomputed"]["margin"] == pytest.approx([40.0, 31.5, 28.5])
+    assert answer["runs"]["frozen"]["margin"] == pytest.approx([40.0, 36.0, 38.0])  # only s moves
+    assert answer["runs"]["frozen"]["mean_similarity"] == [0.8] * 3
+    assert answer["relaxed"]["recomputed"] == pytest.approx((11.5, 11.5 / 40))
+    assert answer["frozen_excess"] == pytest.approx(38.0 - 28.5)
+    fixed = chapter04.applied_margins(run("recomputed", [0.8, 0.6], [90.0], fixed=25.0), initial_logit_scale=100.0)
+    assert fixed["logit_scale"] == [25.0, 25.0] and fixed["margin"] == pytest.approx([10.0, 7.5])
+
+
+def test_ch4_exercise2_equal_product_same_reweighting_different_loss(batch):
+    generator = torch.Generator().manual_seed(7)
+    random_batch = [F.normalize(torch.randn(16, 32, generator=generator, dtype=torch.float64), dim=1)
+                    for _ in range(2)]
+    for v, t in ([x.double() for x in batch], random_batch):
+        answer = chapter04.exercise2(v, t, settings=((100.0, 0.5), (50.0, 1.0), (25.0, 2.0)))
+        losses = list(answer["loss"].values())
+        assert min(abs(a - b) for i, a in enumerate(losses) for b in losses[i + 1:]) > 1e-3  # s also scales S
+        for (s, gamma), loss in answer["loss"].items():
+            assert loss == pytest.approx(hn_clip_loss(v, t, s, gamma).item(), rel=1e-12)
+        without_S = list(answer["loss_without_S"].values())
+        assert without_S == pytest.approx([without_S[0]] * 3, rel=1e-12)  # only s·γ·Ḡ is left
+        # Eq. 4: ln re-weighting of negative j against the least similar negative k is sγ(Ḡ_0j − Ḡ_0k)
+        G = t @ t.T
+        negatives = list(range(1, 16))
+        k = min(negatives, key=lambda j: G[0, j].item())
+        expected = 50.0 * (G[0, negatives] - G[0, k])
+        for reweighting in answer["log_reweighting"].values():
+            torch.testing.assert_close(reweighting, expected, atol=1e-8, rtol=1e-8)
+        other = chapter04.exercise2(v, t, settings=((100.0, 1.0),))["log_reweighting"][(100.0, 1.0)]
+        torch.testing.assert_close(other, 2 * expected, atol=1e-8, rtol=1e-8)  # another product, another weighting
+    # with S = 0 the losses agree as well
+    v, t = random_batch
+    zero = chapter04.exercise2(torch.zeros_like(v), t)
+    assert zero["loss"][(100.0, 0.5)] == pytest.approx(zero["loss"][(50.0, 1.0)], rel=1e-12)
+
+
+def test_ch4_exercise3_steps_match_the_trainers_subset_and_batches():
+    defaults = chapter04.exercise3()
+    assert (defaults["pairs"], defaults["steps_per_epoch"], defaults["dropped_per_epoch"]) == (500, 3, 116)
+    assert defaults["lr_factors"] == pytest.approx([0.5, 1.0, 1.0, 0.5 * (1 + math.cos(math.pi / 4)), 0.5,
+                                                    0.5 * (1 + math.cos(3 * math.pi / 4))])
+    for num_pairs in (48, 777, 2000):
+        for fraction in (0.05, 0.25, 1.0):
+            for micro, accumulation in ((16, 8), (16, 2), (4, 3)):
+                answer = chapter04.exercise3(num_pairs, fraction, micro, accumulation, epochs=3, warmup_steps=2)
+                subset = training_subset(num_pairs, fraction, seed=0)
+                batches = epoch_batches(len(subset), micro * accumulation, seed=0, epoch=1)
+                assert answer["pairs"] == len(subset)
+                assert answer["steps_per_epoch"] == len(batches)
+                assert answer["dropped_per_epoch"] == len(subset) - sum(len(b) for b in batches)
+                assert answer["total_steps"] == 3 * len(batches)
+                schedule = cosine_with_warmup(2, answer["total_steps"])
+                assert answer["lr_factors"] == pytest.approx([schedule(k) for k in range(answer["total_steps"])])

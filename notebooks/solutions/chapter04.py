@@ -1,0 +1,169 @@
+"""Solutions to the exercises of chapter 4 (``notebooks/04_ablations.py``); arXiv 2608.18521 Table 3, Table A2,
+Eq. 2, Eq. 4 and App. B.2.
+
+Exercise 1 reads training results (the dictionaries ``exp.run`` returns), exercise 2 takes one batch of
+features (``exp.first_training_batch()`` in the chapter), exercise 3 needs only the chapter's parameters.
+``tests/test_exercises.py`` checks them against the package's losses, subset and batch drawing and schedule;
+``python notebooks/solutions/chapter04.py`` prints them with the chapter's defaults and the paper's numbers
+(the batch of exercise 2 is chapter 2's constructed one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from hnclip_core.losses import hn_clip_loss
+from hnclip_core.paper import CAPTION_GEOMETRY
+
+__all__ = ["margin_per_epoch", "applied_margins", "exercise1", "log_reweighting", "exercise2", "exercise3"]
+
+
+def margin_per_epoch(mean_similarity: Sequence[float], logit_scale: float | Sequence[float], gamma: float,
+                     frozen: bool) -> list[float]:
+    """The mean logit margin s·γ·Ḡ a negative carries, per epoch.
+
+    ``mean_similarity[e]`` is the mean off-diagonal caption similarity under the text encoder of epoch e
+    (epoch 0: before fine-tuning); ``logit_scale`` is s, one value or one per epoch. A recomputed Ḡ follows
+    the live encoder; a frozen one keeps the epoch-0 value for ever.
+    """
+    scales = [float(logit_scale)] * len(mean_similarity) if isinstance(logit_scale, int | float) else list(logit_scale)
+    if len(scales) != len(mean_similarity):
+        raise ValueError(f"{len(scales)} logit scales for {len(mean_similarity)} epochs")
+    applied = [mean_similarity[0]] * len(mean_similarity) if frozen else list(mean_similarity)
+    return [s * gamma * g for s, g in zip(scales, applied, strict=True)]
+
+
+def applied_margins(run: Mapping, initial_logit_scale: float) -> dict:
+    """Per epoch of one training result: the Ḡ its boost applied, s, and the margin s·γ·Ḡ.
+
+    History row e carries ``caption_mean_similarity`` (test captions, encoder of epoch e) and, for e ≥ 1, the
+    learned ``logit_scale`` at the end of the epoch; epoch 0 has none, so ``initial_logit_scale`` (the
+    pre-trained model's s) stands in. A fixed s (``config["logit_scale"]``) overrides both. Approximations: the
+    test split's mean Ḡ stands in for the batches' mean, and a frozen run's Ḡ in fact comes from its training
+    captions under the initial encoder.
+    """
+    config, history = run["config"], run["history"]
+    fixed = config.get("logit_scale")
+    scales = [fixed or row.get("logit_scale", initial_logit_scale) for row in history]
+    live = [row["caption_mean_similarity"] for row in history]
+    frozen = config.get("margin_source") == "frozen"
+    return {
+        "epochs": [row["epoch"] for row in history],
+        "mean_similarity": [live[0]] * len(live) if frozen else live,
+        "logit_scale": scales,
+        "margin": margin_per_epoch(live, scales, config["gamma"], frozen),
+    }
+
+
+def exercise1(runs: Mapping[str, Mapping] | None = None, initial_logit_scale: float = 100.0,
+              s: float = 100.0, gamma: float = 0.5) -> dict:
+    """What the frozen margin costs (Table 3c, App. B.2).
+
+    ``paper_margin``: s·γ·Ḡ with DOCCI's mean Ḡ of 0.84 under Long-CLIP-L, γ = 0.5 and s = 100 — the
+    sustained handicap of about 42 logits the paper names. For the chapter's ``source_runs`` (labels
+    ``"recomputed"`` and ``"frozen"``): per run :func:`applied_margins`, ``relaxed`` (margin of epoch 0 minus
+    that of the last epoch, in logits and as a share of epoch 0) and ``frozen_excess`` (how many more logits
+    the frozen run asks for than the recomputed one after the last epoch).
+    """
+    result: dict = {"paper_margin": s * gamma * CAPTION_GEOMETRY["DOCCI"]["mean_pairwise"]}
+    if runs is None:
+        return result
+    per_run = {label: applied_margins(run, initial_logit_scale) for label, run in runs.items()}
+    result["runs"] = per_run
+    result["relaxed"] = {label: (m["margin"][0] - m["margin"][-1], 1 - m["margin"][-1] / m["margin"][0])
+                         for label, m in per_run.items()}
+    if {"recomputed", "frozen"} <= per_run.keys():
+        result["frozen_excess"] = per_run["frozen"]["margin"][-1] - per_run["recomputed"]["margin"][-1]
+    return result
+
+
+def log_reweighting(v: torch.Tensor, t: torch.Tensor, s: float, gamma: float, query: int = 0) -> torch.Tensor:
+    """Eq. 4 for one query: how L_HN changes the ratio of two negatives' posteriors relative to InfoNCE at the
+    same s, ln[(p_qj / p_qk) / (p_qj / p_qk)_InfoNCE] for every negative j, against the reference negative k
+    with the smallest caption similarity to the query. Equal to sγ(Ḡ_qj − Ḡ_qk): it depends on s·γ only."""
+    S, G = v @ t.T, (t @ t.T).detach()
+    negatives = [j for j in range(len(t)) if j != query]
+    reference = min(negatives, key=lambda j: G[query, j].item())
+    not_self = torch.arange(len(t), device=t.device) != query
+    boosted = F.log_softmax(s * (S[query] + gamma * G[query] * not_self), dim=0)
+    plain = F.log_softmax(s * S[query], dim=0)
+    shift = boosted - plain
+    return (shift - shift[reference])[negatives]
+
+
+def exercise2(v: torch.Tensor, t: torch.Tensor,
+              settings: Sequence[tuple[float, float]] = ((100.0, 0.5), (50.0, 1.0)), query: int = 0) -> dict:
+    """s and γ are not interchangeable, though Eq. 4's re-weighting sees only their product.
+
+    For each (s, γ) of ``settings``: ``loss`` = L_HN on the batch (``hn_clip_loss``), ``loss_without_S`` =
+    L_HN with the image features set to 0 (S = 0, only the boost left), and ``log_reweighting`` of ``query``'s
+    negatives (:func:`log_reweighting`). At equal s·γ the re-weightings and the losses without S agree, the
+    losses do not: L_HN's logits are sS + sγḠ, and s also sharpens the image–caption part. So App. B.2's
+    "only through the product" holds for how the boost redistributes the gradient among negatives, not for
+    the objective as a whole — which is why section (g) trains γ = 0 at every s as that s's own reference.
+    """
+    result: dict = {"loss": {}, "loss_without_S": {}, "log_reweighting": {}}
+    for s, gamma in settings:
+        result["loss"][(s, gamma)] = hn_clip_loss(v, t, s, gamma).item()
+        result["loss_without_S"][(s, gamma)] = hn_clip_loss(torch.zeros_like(v), t, s, gamma).item()
+        result["log_reweighting"][(s, gamma)] = log_reweighting(v, t, s, gamma, query)
+    return result
+
+
+def exercise3(num_train_pairs: int = 2000, train_fraction: float = 0.25, micro_batch_size: int = 16,
+              accumulation_steps: int = 8, epochs: int = 2, warmup_steps: int = 2) -> dict:
+    """How many optimizer steps an ablation run takes, and the learning rate of each.
+
+    The run trains on max(2, round(N·fraction)) pairs (the seeded subset), in effective batches of
+    micro × accumulation pairs; the last partial batch of every epoch is dropped. The schedule is a linear
+    warm-up over ``warmup_steps`` steps, lr factor (step + 1)/warmup, then a cosine decay to 0 over the
+    remaining steps, factor ½(1 + cos(π·(step − warmup)/(total − warmup))).
+
+    With the chapter's defaults (2000 training pairs, 25 %, 16 × 8, 2 epochs, 2 warm-up steps): 500 pairs,
+    3 steps per epoch with 116 pairs dropped, 6 steps in all of which 2 warm up. (d) at 5 % and 16 × 2: 100
+    pairs, still 3 steps per epoch (4 dropped); at 25 %: 15.
+    """
+    pairs = max(2, round(num_train_pairs * train_fraction))
+    batch = micro_batch_size * accumulation_steps
+    steps = pairs // batch
+    total = steps * epochs
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup_steps) / max(1, total - warmup_steps))))
+
+    return {
+        "pairs": pairs,
+        "batch": batch,
+        "steps_per_epoch": steps,
+        "dropped_per_epoch": pairs - steps * batch,
+        "total_steps": total,
+        "lr_factors": [factor(step) for step in range(total)],
+    }
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from chapter02_helpers import strong_init_batch
+
+    print(f"Exercise 1: DOCCI's frozen margin s·γ·Ḡ = {exercise1()['paper_margin']:.0f} logits")
+    v, t = strong_init_batch(seed=0)
+    two = exercise2(v, t)
+    for setting in two["loss"]:
+        reweighting = two["log_reweighting"][setting]
+        print(f"Exercise 2 (chapter 2's batch), (s, γ) = {setting}: L_HN {two['loss'][setting]:.4g}, "
+              f"with S = 0 {two['loss_without_S'][setting]:.4g}, ln re-weighting of the twin {reweighting[0]:.3f}")
+    for fraction, accumulation in ((0.25, 8), (0.05, 2), (0.25, 2)):
+        three = exercise3(train_fraction=fraction, accumulation_steps=accumulation)
+        factors = ", ".join(f"{f:.2f}" for f in three["lr_factors"])
+        print(f"Exercise 3, {100 * fraction:g}% at batch {three['batch']}: {three['pairs']} pairs, "
+              f"{three['steps_per_epoch']} steps per epoch ({three['dropped_per_epoch']} pairs dropped), "
+              f"lr factors {factors}")
