@@ -10,7 +10,7 @@ messages and turns them into the objects the chapter needs, so the notebooks hol
 * ``dataset``/``data_root`` name a benchmark of :mod:`hnclip_core.data` (``synthetic`` needs no root);
   ``eval_dataset`` evaluates on another one (the paper's VG → Urban-1K transfer setting).
 * ``lr=None`` means the backbone's recipe: the paper's 2e-6 for a real checkpoint (§3.1; 5e-5 for the LoRA/DoRA
-  frameworks, App. D.2), the toy's calibrated 2e-4 (:data:`hnclip_core.toy.TOY_FINETUNE`) for the toy (×25, the
+  frameworks, App. D.2), the toy's calibrated preset (:data:`hnclip_core.toy.TOY_FINETUNE`) for the toy (×25, the
   paper's adapter/full ratio, for adapters: not calibrated on the toy).
 * ``framework``, ``caption_augmentation`` and ``segment_file`` choose a plug-and-play framework
   (:mod:`hnclip_core.frameworks`) and the DeBias-CLIP caption augmentation.
@@ -210,7 +210,7 @@ class Experiment:
     @property
     def learning_rate(self) -> float:
         """``lr``, else the recipe's: the paper's 2e-6 (full fine-tuning) or 5e-5 (LoRA/DoRA adapters) for a real
-        checkpoint; for the toy its calibrated 2e-4, times the paper's adapter/full ratio (25) for adapters."""
+        checkpoint; for the toy its calibrated preset, times the paper's adapter/full ratio (25) for adapters."""
         if self.lr is not None:
             return self.lr
         adapters = self.framework in ("lora", "dora")

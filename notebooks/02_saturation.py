@@ -46,7 +46,7 @@ dynamics_objective = "hn+tok"  # the objective trained during the gradient-dynam
 dynamics_epochs = 2  # the paper measures 10 epochs of Long-CLIP-L
 dynamics_fraction = 0.5  # share of the training set used by the dynamics run
 monitor_every = 2  # measure every k optimizer steps (the paper: every 5)
-lr = None  # None: 2e-6 (paper) for a real checkpoint, 2e-4 for the toy
+lr = None  # None: 2e-6 (paper) for a real checkpoint, the toy's calibrated preset for the toy
 output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks
 interactive = True  # progress bars and the γ/s explorer widget; papermill batch runs pass False
 

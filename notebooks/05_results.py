@@ -117,6 +117,11 @@ display(Markdown(checks_table(calibration["checks"])))
 # training set, 3 epochs (chapter 3's recipe), effective batch 128, seed 0 unless the study varies it, last
 # epoch reported. The numbers are the committed `results/ablations.json`; `make ablations` recomputes it
 # (time per study below, measured on 2 CPU cores).
+#
+# **Which toy.** These grids were run on the *previous* toy Long-CLIP (recipe `5c9f686ac3`, pretrained on one
+# caption voice, which did not saturate: `results/README.md`), not on the toy shipped now that chapters 1–3
+# and section 5 use. They are re-run on the shipped toy with `make ablations`; until then read them as the
+# record of that earlier model, and the scorecard's ablation claims (section 7) as judged on it.
 
 # %%
 display(Markdown(studies.timing_table(grids["studies"])))

@@ -8,6 +8,7 @@ import torch
 
 from hnclip_core import experiment as experiment_module
 from hnclip_core.experiment import Experiment, run_directory
+from hnclip_core.toy import TOY_FINETUNE
 from hnclip_core.train import TrainConfig
 
 
@@ -42,7 +43,7 @@ def test_parameters_are_validated_with_clear_messages(tiny_checkpoint, tmp_path)
 
 
 def test_learning_rate_follows_the_backbone(tiny_checkpoint):
-    assert Experiment().learning_rate == 2e-4  # the toy's calibrated preset
+    assert Experiment().learning_rate == TOY_FINETUNE["lr"]  # the toy's calibrated preset
     assert Experiment(backbone=str(tiny_checkpoint)).learning_rate == 2e-6  # the paper's recipe
     assert Experiment(backbone=str(tiny_checkpoint), lr=1e-5).learning_rate == 1e-5
 
