@@ -48,25 +48,29 @@ class GradientMeasurement:
     grad_zero_clip: bool
     grad_zero_hn: bool
     grad_cosine: float  # NaN when either gradient is exactly zero
-    solved_clip: bool  # L_CLIP < 1e-3
+    solved_clip: bool  # L_CLIP < 1e-3 on the effective batch (the mean over its micro-batches, naive)
     solved_hn: bool
+    #: share of the step's micro-batches whose own loss is < 1e-3 (naive accumulation: each micro-batch is a
+    #: contrastive batch of its own, the batches of the paper's Fig. 4; cached: the effective batch's verdict)
+    micro_solved_clip: float = math.nan
+    micro_solved_hn: float = math.nan
 
 
 def batch_gradient(model, micro_batches, objective: Objective, accumulation: str, margin_features=None):
-    """(loss, flat fp32 gradient over all trainable parameters) of ``objective`` on one effective batch,
-    accumulated exactly as the trainer accumulates it, without touching ``param.grad``."""
+    """(loss, flat fp32 gradient over all trainable parameters, per-micro-batch losses) of ``objective`` on one
+    effective batch, accumulated exactly as the trainer accumulates it, without touching ``param.grad``."""
     params = [p for p in model.parameters() if p.requires_grad]
     total = [torch.zeros_like(p, dtype=torch.float32) for p in params]
-    loss_value = 0.0
+    micro_losses = []
     for loss in accumulated_losses(model, micro_batches, objective, accumulation, margin_features):
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         for acc, grad in zip(total, grads, strict=True):
             if grad is not None:
                 acc += grad.float()
-        loss_value += loss.item()
-    if accumulation == "cached":
-        loss_value /= len(micro_batches)
-    return loss_value, torch.cat([g.flatten() for g in total])
+        # naive: each yielded loss is its micro-batch's loss / number of micro-batches; cached: the full loss
+        micro_losses.append(loss.item() * (len(micro_batches) if accumulation == "naive" else 1))
+    loss_value = sum(micro_losses) / len(micro_losses)
+    return loss_value, torch.cat([g.flatten() for g in total]), micro_losses
 
 
 class GradientMonitor:
@@ -86,8 +90,8 @@ class GradientMonitor:
     def measure(self, model, micro_batches, step: int, epoch: int, accumulation: str = "naive", margin_features=None):
         device_type = next(model.parameters()).device.type
         with torch.autocast(device_type, enabled=False):
-            loss_clip, grad_clip = batch_gradient(model, micro_batches, self.clip, accumulation)
-            loss_hn, grad_hn = batch_gradient(model, micro_batches, self.hn, accumulation, margin_features)
+            loss_clip, grad_clip, micro_clip = batch_gradient(model, micro_batches, self.clip, accumulation)
+            loss_hn, grad_hn, micro_hn = batch_gradient(model, micro_batches, self.hn, accumulation, margin_features)
         norm_clip, norm_hn = grad_clip.norm().item(), grad_hn.norm().item()
         zero_clip, zero_hn = norm_clip == 0.0, norm_hn == 0.0
         cosine = math.nan if zero_clip or zero_hn else torch.nn.functional.cosine_similarity(
@@ -96,6 +100,8 @@ class GradientMonitor:
         measurement = GradientMeasurement(
             step, epoch, loss_clip, loss_hn, norm_clip, norm_hn, zero_clip, zero_hn, cosine,
             loss_clip < SOLVED_LOSS_THRESHOLD, loss_hn < SOLVED_LOSS_THRESHOLD,
+            float(np.mean([m < SOLVED_LOSS_THRESHOLD for m in micro_clip])),
+            float(np.mean([m < SOLVED_LOSS_THRESHOLD for m in micro_hn])),
         )
         self.measurements.append(measurement)
         return measurement
@@ -116,6 +122,8 @@ class GradientMonitor:
                 "measurements": len(ms),
                 "solved_clip": float(np.mean([m.solved_clip for m in ms])),
                 "solved_hn": float(np.mean([m.solved_hn for m in ms])),
+                "micro_solved_clip": float(np.mean([m.micro_solved_clip for m in ms])),
+                "micro_solved_hn": float(np.mean([m.micro_solved_hn for m in ms])),
                 "grad_zero_clip": float(np.mean([m.grad_zero_clip for m in ms])),
                 "grad_zero_hn": float(np.mean([m.grad_zero_hn for m in ms])),
                 "median_grad_ratio": float(np.median(ratios)) if ratios else math.nan,

@@ -679,7 +679,8 @@ def _check_saturation(m):
     if not rows:
         raise NotMeasured("the diagnostics have no trained epoch")
     first = rows[0]
-    share = _metric(first, "solved_clip", f"diagnostics epoch {first['epoch']}")
+    key = "micro_solved_clip" if "micro_solved_clip" in first else "solved_clip"  # micro-batches when measured
+    share = _metric(first, key, f"diagnostics epoch {first['epoch']}")
     ours = {f"epoch {first['epoch']}: share of batches with L_CLIP < 1e-3": share}
     return share >= SATURATION_THRESHOLD - _EPS, ours, \
         f"{100 * share:.0f} % of first-epoch batches solved (threshold {100 * SATURATION_THRESHOLD:.0f} %)"
@@ -706,7 +707,8 @@ def _paper_zero_grad():
 
 def _check_active(m):
     rows = _diagnostics(m)
-    active = {r["epoch"]: 1 - _metric(r, "solved_hn", f"diagnostics epoch {r['epoch']}") for r in rows}
+    active = {r["epoch"]: 1 - _metric(r, "micro_solved_hn" if "micro_solved_hn" in r else "solved_hn",
+                                      f"diagnostics epoch {r['epoch']}") for r in rows}
     low = min(active.values())
     ours = {"min over epochs of share with L_HN ≥ 1e-3": low}
     lowest = min(active, key=active.get)

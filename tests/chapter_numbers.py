@@ -25,7 +25,7 @@ from pathlib import Path
 #: Chapter results files and the metric names collected from them (anywhere in the JSON tree).
 FILES = ("saturation.json", "fine_tuning.json", "ablations.json")
 RECALL_KEYS = ("t2i_r1", "i2t_r1", "mean_r1")
-SHARE_KEYS = ("solved_clip", "solved_hn")
+SHARE_KEYS = ("solved_clip", "solved_hn", "micro_solved_clip", "micro_solved_hn")
 SKIPPED = ("history", "seconds", "run_dir", "parameters", "scale")
 
 
@@ -60,6 +60,7 @@ def tolerances(calibration: dict) -> dict[str, float]:
     share_std = max(
         statistics.stdev(r[o]["diagnostics"][e][k] for r in runs)
         for o in ("clip", "hn+tok") for k in SHARE_KEYS for e in range(len(runs[0][o]["diagnostics"]))
+        if k in runs[0][o]["diagnostics"][e]
     )
     return {"recall": max(0.1, 3 * recall_std), "share": max(0.01, 3 * share_std)}
 

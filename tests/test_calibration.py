@@ -8,7 +8,7 @@ from hnclip_core.calibration import evaluate_checks
 def run(seed, solved_clip=(0.8, 1.0), solved_hn=(0.5, 0.7), ratio=500.0, similarity=0.7, hn_r1=60, clip_r1=55,
         zero_shot=40):
     def diagnostics(solved):
-        return [{"epoch": e + 1, "solved_clip": s, "solved_hn": h, "median_grad_ratio": ratio}
+        return [{"epoch": e + 1, "micro_solved_clip": s, "micro_solved_hn": h, "median_grad_ratio": ratio}
                 for e, (s, h) in enumerate(zip(solved, solved_hn, strict=True))]
 
     history = [{"epoch": 0, "caption_mean_similarity": 0.8}, {"epoch": 1, "caption_mean_similarity": similarity}]
