@@ -93,6 +93,6 @@ def diagnostics_table(diagnostics: Sequence[dict], paper: dict | None = None) ->
                      f"{100 * paper['solved_clip_first_epoch']:.0f}% (epoch 1)",
                      f"{100 * paper['grad_zero_clip']:.0f}%",
                      f"≥ {100 * paper['active_hn_min']:.0f}%", "10²–10⁶", "0.58 (median)"])
-    header = ["epoch", "measured steps", "micro-batches at L_CLIP < 1e-3", "∇L_CLIP = 0", "micro-batches at L_HN ≥ 1e-3",
-              "median ‖∇L_HN‖/‖∇L_CLIP‖", "mean cos(∇L_CLIP, ∇L_HN)"]
+    header = ["epoch", "measured steps", "micro-batches at L_CLIP < 1e-3", "∇L_CLIP = 0",
+              "micro-batches at L_HN ≥ 1e-3", "median ‖∇L_HN‖/‖∇L_CLIP‖", "mean cos(∇L_CLIP, ∇L_HN)"]
     return markdown_table(header, rows)

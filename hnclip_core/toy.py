@@ -48,7 +48,7 @@ TOY_RECIPE = PretrainRecipe(TOY_ARCHITECTURE)
 #: γ = 0.5, λ = 1) except the learning rate and the number of epochs, which suit a 7.6 M-parameter model
 #: with ~15 steps per epoch (the paper: 2e-6 over ~740 steps for the 428 M-parameter Long-CLIP-L). Chosen by
 #: the calibration recorded in ``results/calibration.json``.
-TOY_FINETUNE = {"lr": 2e-4, "epochs": 5}
+TOY_FINETUNE = {"lr": 1e-4, "epochs": 3}
 
 ASSETS = Path(__file__).parent / "assets"
 #: Tensors kept in fp32 in the shipped file.
