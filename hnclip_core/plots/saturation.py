@@ -229,7 +229,7 @@ def _measurement_columns(measurements) -> dict[str, np.ndarray]:
     for m in measurements:
         row = asdict(m) if is_dataclass(m) else m
         for name, kind in kinds.items():
-            columns[name].append(_convert(row[name], kind))
+            columns[name].append(_convert(row.get(name, "nan"), kind))
     return {name: np.asarray(values) for name, values in columns.items()}
 
 
@@ -268,7 +268,9 @@ def plot_gradient_dynamics(measurements: list, history: list[dict] | None = None
     ax_loss.set_ylim(bottom=loss_floor)
     solved = (f"solved: CLIP {100 * c['solved_clip'].mean():.0f} %, HN {100 * c['solved_hn'].mean():.0f} %"
               if len(step) else "")
-    ax_loss.set_title(f"(a) Loss on each measured batch  [{solved}]", fontsize=10)
+    if len(step) and "micro_solved_clip" in c and not np.isnan(c["micro_solved_clip"]).all():
+        solved += f"; micro-batches: CLIP {100 * np.nanmean(c['micro_solved_clip']):.0f} %"
+    ax_loss.set_title(f"(a) Loss of each measured step (mean of its micro-batches)\n[{solved}]", fontsize=10)
     ax_loss.set_xlabel("optimizer step")
     ax_loss.set_ylabel("loss (log scale)")
     ax_loss.legend(fontsize=7.5, loc="best")
