@@ -22,8 +22,8 @@
 # Everything else — data, batches, optimiser, schedule, seed — is identical; only the loss changes. The
 # paper's recipe (§3.1) is AdamW at lr 2e-6, cosine schedule with warm-up, effective batch 128 (16 × 8
 # gradient accumulation) and 10 epochs on Long-CLIP-L. The embedded default keeps the batch layout and
-# schedule, but uses the toy model's calibrated learning rate (2e-4, see `results/README.md`) and 3 epochs
-# so that the chapter runs in a few minutes on a laptop CPU.
+# schedule, but uses the toy model's learning-rate preset (1e-4, chosen by the sweep in `results/README.md`)
+# and 3 epochs so that the chapter runs in a few minutes on a laptop CPU.
 #
 # Runs are cached: a second execution with the same parameters reads the stored results instead of training
 # again (the run folders are under `output_dir/runs/`).
@@ -146,10 +146,21 @@ print(exp.save_json("fine_tuning", {
 }).name)
 
 # %% [markdown] tags=[]
-# **Reading the results.** On the toy, HN-CLIP's advantage is real but small and varies with the seed
-# (`results/calibration.json`: +2.0 average R@1 over three seeds at 5 epochs, per seed +0.6 to +3.2). The
-# paper's mechanism needs InfoNCE to saturate, which the toy reproduces only partly — chapter 2 shows why.
-# Chapter 4 varies γ, the loss components and the source of Ḡ.
+# **Reading the results.** Three things to read off the table, next to the paper's DOCCI rows.
+#
+# * **Chance and the ceiling.** The test split has 250 families of 4 near-twins. R@5 and R@10 are ≈ 100 % for
+#   every model: the shipped toy finds the right *family* for 97 % of queries (`results/README.md`), so
+#   Recall@1 measures only the choice *inside* a family, where guessing gives 25 %. The zero-shot toy's ≈ 61 %
+#   is that choice made right well above chance — and everything a fine-tuning can still gain.
+# * **HN-CLIP vs InfoNCE reproduces.** With the same data, batches and schedule, the boosted loss ends ahead
+#   of InfoNCE by about as much as the paper's +2.0 on DOCCI (printed above), and the convergence plot shows
+#   where: InfoNCE loses more in epoch 1, on batches it already calls solved (chapter 2).
+# * **Beating zero-shot does not.** Both fine-tuned models end *below* the zero-shot toy, whereas the paper's
+#   fine-tuning gains 12–14 points over Long-CLIP-L. No learning rate tried (3e-5 to 3e-4, 3 and 5 epochs)
+#   changed that on this toy. One reading: Long-CLIP-L meets DOCCI with a domain gap that fine-tuning closes;
+#   the toy was pretrained on the same kind of scenes and every content word, so 2,000 in-domain pairs add
+#   little it lacks, while each Adam step still moves every weight. The seeds' spread is in chapter 5
+#   (`results/calibration.json`).
 
 # %% [markdown] tags=[]
 # ## Exercises
