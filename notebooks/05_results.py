@@ -250,14 +250,15 @@ print(", ".join(f"{n} {status}" for status, n in counts.items()))
 print(exp.save_json("scorecard", [asdict(r) for r in scorecard]).name)
 
 # %% [markdown]
-# **Summary.** The toy reproduces the *mechanism's* side of the paper — the boosted loss stays active while
-# InfoNCE's decays, its gradient is larger and positively aligned with InfoNCE's, and HN-CLIP beats InfoNCE
-# fine-tuning (by a small margin, at every seed) — and the main ablations: every γ > 0 beats γ = 0, L_HN
-# carries the gain, the boost helps at both temperatures tried, it improves all six fine-tuning frameworks it
-# is dropped into, at no measurable cost, while GOAL- and StructXLIP-style training are 2–3.5× slower. It
-# does not reproduce the *saturation* itself (no batch below 10⁻³, no exactly-zero gradient), Long-CLIP-L's
-# crowded caption space, the advantage
-# of a recomputed over a frozen Ḡ (on the toy the recomputed Ḡ collapses within one epoch, section 6c), the
-# 20 %-data result, nor the transfer gains (every fine-tuned toy falls below zero-shot on the other caption
-# voice). Chapter 2 explains the saturation arithmetic; `results/README.md` lists the toy recipes tried. On
+# **Summary.** Chapters 1–3 and the calibration run on the shipped toy, a strong initialisation: before any
+# fine-tuning most random micro-batches are already solved for InfoNCE and 92 % of its retrieval errors are
+# near-twins. On it the paper's *diagnosis* reproduces — InfoNCE saturates (most epoch-1 micro-batches below
+# 10⁻³) while L_HN stays active on all of them — and so does the headline comparison: HN-CLIP ends ahead of
+# InfoNCE fine-tuning at every seed and every epoch, by about the paper's DOCCI margin (+2 average R@1).
+# Not reproduced: no fine-tuning beats the zero-shot toy (every learning rate tried; `results/README.md`),
+# the toy's captions are far less crowded than DOCCI's under Long-CLIP-L (its stronger pretraining spread
+# them further), no fp32 gradient is exactly zero, and the boosted gradient is larger than InfoNCE's by
+# 10¹–10², not 10²–10⁶, and nearly orthogonal to it (the claim's rule, "mean cosine > 0", passes on a
+# cosine of about 0.01 — read it as not reproduced in spirit). The ablation verdicts of the scorecard come
+# from the full grids of section 6, which were run on the previous toy and are to be re-run on this one. On
 # real Long-CLIP-L and DOCCI every chapter and grid runs unchanged with `backbone` and `dataset` set.

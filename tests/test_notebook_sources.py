@@ -45,7 +45,9 @@ def test_every_figure_is_committed_as_a_picture(path):
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
-        texts = [o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs]
+        # a PNG display also carries its text/plain repr; only a figure *without* a picture is the symptom
+        texts = [o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs
+                 if "image/png" not in o.get("data", {})]
         assert not any("<Figure size" in text for text in texts), f"a figure shown as text:\n{cell.source[:200]}"
         draws = "display(fig" in cell.source and "if interactive" not in cell.source
         if draws and cell.outputs:
