@@ -262,3 +262,16 @@ print(exp.save_json("scorecard", [asdict(r) for r in scorecard]).name)
 # cosine of about 0.01 — read it as not reproduced in spirit). The ablation verdicts of the scorecard come
 # from the full grids of section 6, which were run on the previous toy and are to be re-run on this one. On
 # real Long-CLIP-L and DOCCI every chapter and grid runs unchanged with `backbone` and `dataset` set.
+
+# %% [markdown]
+# ## Exercises
+# 1. **Is the gain larger than the noise?** From `calibration["runs"]`, compute HN-CLIP − InfoNCE (average
+#    R@1, last epoch) for each seed, their mean and its standard error over the seeds. How many standard errors
+#    is the mean gain, and what would a fourth seed have to show to halve your confidence?
+# 2. **A verdict by hand.** From each seed's InfoNCE run (`calibration["runs"][k]["clip"]["diagnostics"]`), read
+#    the share of epoch-1 micro-batches with L_CLIP < 1e-3 and compare it with check 3 of section 5 and the
+#    paper's 80 %. Why does the share of whole optimizer steps (`solved_clip`, the mean over 8 micro-batches)
+#    come out so much lower?
+#
+# Solutions: `notebooks/solutions/chapter05.py`.
+

@@ -2,6 +2,7 @@
 checked against independent computations: the package's geometry, evaluation, losses, saturation thresholds,
 training subset, batches and schedule, Eq. 4, and known values."""
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from hnclip_core.train import cosine_with_warmup, epoch_batches, training_subset
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 
 from chapter02_helpers import TWIN, batch_summary, strong_init_batch, twin_margin  # noqa: E402
-from solutions import chapter01, chapter02, chapter03, chapter04  # noqa: E402
+from solutions import chapter01, chapter02, chapter03, chapter04, chapter05  # noqa: E402
 
 S_SCALE = 100.0
 
@@ -406,3 +407,29 @@ def test_ch4_exercise3_steps_match_the_trainers_subset_and_batches():
                 assert answer["total_steps"] == 3 * len(batches)
                 schedule = cosine_with_warmup(2, answer["total_steps"])
                 assert answer["lr_factors"] == pytest.approx([schedule(k) for k in range(answer["total_steps"])])
+
+
+# ---------------------------------------------------------------------------------------------- chapter 5
+
+CALIBRATION = Path(__file__).resolve().parent.parent / "results" / "calibration.json"
+
+
+def _calibration(gains_and_clip):
+    return {"runs": [{"hn+tok": {"last": {"mean_r1": clip + gain}},
+                      "clip": {"last": {"mean_r1": clip}, "diagnostics": [{"epoch": 1, "micro_solved_clip": 0.5,
+                                                                            "solved_clip": 0.1}]}}
+                     for gain, clip in gains_and_clip]}
+
+
+def test_chapter5_gain_statistics_by_hand():
+    stats = chapter05.exercise1(_calibration([(2.0, 50.0), (3.0, 51.0), (4.0, 49.0)]))
+    assert stats["mean"] == pytest.approx(3.0) and stats["stderr"] == pytest.approx(1 / math.sqrt(3))
+    assert stats["t"] == pytest.approx(3 * math.sqrt(3))
+    assert chapter05.exercise2(_calibration([(1.0, 50.0)])) == [0.5]  # micro-batches, not the step mean
+
+
+def test_chapter5_solutions_agree_with_the_committed_calibration():
+    calibration = json.loads(CALIBRATION.read_text())
+    checks = {c["check"][:2]: c for c in calibration["checks"]}
+    assert chapter05.seed_gains(calibration) == pytest.approx(checks["7."]["per_seed_gain"])
+    assert chapter05.exercise2(calibration) == pytest.approx(checks["3."]["per_seed"])
