@@ -57,6 +57,7 @@ from hnclip_core.geometry import (
     off_diagonal_mean,
 )
 from hnclip_core.paper import CAPTION_GEOMETRY, IN_BATCH_AT_LEAST_0_8
+from hnclip_core.plots import show
 from hnclip_core.plots.geometry import (
     near_twin_html,
     plot_batch_matrix,
@@ -99,7 +100,7 @@ display(Markdown(geometry_table({f"{exp.eval_name} (ours)": geometry.as_dict()},
 # %% tags=[]
 fig = plot_caption_similarity(geometry, exp.eval_name, paper=CAPTION_GEOMETRY)
 exp.save_figure(fig, "01_caption_similarity")
-display(fig)
+show(fig)
 
 # %% [markdown] tags=[]
 # **Reading the plot.** The hardest-negative distribution (b) is what matters for Recall@1: if it sits near
@@ -121,7 +122,7 @@ batch_indices, batch_matrix = batch_caption_matrix(features, batch_size=matrix_b
 fig = plot_batch_matrix(batch_matrix, [captions[i] for i in batch_indices.tolist()],
                         title=f"Ḡ of one random batch of {matrix_batch_size}")
 exp.save_figure(fig, "01_batch_matrix")
-display(fig)
+show(fig)
 
 # %% [markdown] tags=[]
 # ## 4. How hard are the negatives a caption actually meets? (Fig. A6C)
@@ -134,7 +135,7 @@ hardness = in_batch_hardness(features, batch_size=min(in_batch_size, len(caption
 fig = plot_hardness_buckets({f"{exp.eval_name}\nin-batch (B={hardness.batch_size})": hardness,
                              f"{exp.eval_name}\nall pairs": geometry.bucket_fractions})
 exp.save_figure(fig, "01_hardness_buckets")
-display(fig)
+show(fig)
 low, high = IN_BATCH_AT_LEAST_0_8
 print(f"in-batch negatives with Ḡ ≥ 0.8: {100 * hardness.fraction_at_least[0.8]:.1f}% "
       f"(paper: {100 * low:.0f}–{100 * high:.0f}%)")
@@ -150,7 +151,7 @@ twins = near_duplicate_pairs(features, captions, top=3, quantile=0.9)
 images = [(pairs[twin.i].load_image(), pairs[twin.j].load_image()) for twin in twins]
 fig = plot_near_twins(twins, images, captions)
 exp.save_figure(fig, "01_near_twins")
-display(fig)
+show(fig)
 
 # %% tags=[]
 display(HTML(near_twin_html(twins[0], captions)))

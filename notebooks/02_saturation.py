@@ -71,6 +71,7 @@ from hnclip_core.evaluate import encode_dataset
 from hnclip_core.experiment import Experiment
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, clip_loss, hn_clip_loss
 from hnclip_core.paper import SATURATION
+from hnclip_core.plots import show
 from hnclip_core.plots.saturation import (
     boost_explorer_widget,
     plot_boost_posteriors,
@@ -188,7 +189,7 @@ S = V0 @ T0.T
 G_bar = (T0 @ T0.T).fill_diagonal_(0.0)
 fig = plot_batch_matrices(S, G_bar, boosted_logits(V0, T0, logit_scale, gamma), logit_scale, gamma)
 exp.save_figure(fig, "02_constructed_batch")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # **What you see.** *Left*: a bright diagonal over a dark field — every image prefers its own caption by a
@@ -290,7 +291,7 @@ print(f"the margin L_HN asks for, γ·Ḡ_01: {gamma * histories[L_HN]['twin_cap
       f"{gamma * histories[L_HN]['twin_caption_similarity'][-1]:.3f}")
 fig = plot_twin_dynamics(histories, gamma, boosted=L_HN)
 exp.save_figure(fig, "02_twin_dynamics")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # **What you see.** InfoNCE stands still: with a gradient of ~10⁻⁸ on the twin's logit, SGD moves the
@@ -324,7 +325,7 @@ display(Markdown(thresholds_table(thresholds.values())))
 sweep = margin_sweep(torch.linspace(0, 1.2, 121), logit_scale, micro_batch_size)
 fig = plot_fp32_saturation(sweep, thresholds[torch.float32])
 exp.save_figure(fig, "02_fp32_saturation")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # **What this means.** In fp32 the *loss* rounds to exactly zero from a logit gap of about 17 (Δ ≈ 0.17 at
@@ -380,7 +381,7 @@ print(f"(paper, InfoNCE on DOCCI within epoch 1: {100 * SATURATION['solved_clip_
 # %%
 fig = plot_real_batches(batch_losses, max_similarity, model_scale)
 exp.save_figure(fig, "02_real_batches")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # **What you see.** Read the shares printed above against the paper's 80 %: with a strong initialisation most
@@ -412,7 +413,7 @@ display(fig)
 reweighting = boost_reweighting(images, texts, model_scale, gamma)
 fig = plot_boost_posteriors(reweighting, row=0)
 exp.save_figure(fig, "02_boost_posteriors")
-display(fig)
+show(fig)
 standard = hardness_concentration(reweighting["weight"], reweighting["caption_similarity"], top=1)
 boosted = hardness_concentration(reweighting["weight_boosted"], reweighting["caption_similarity"], top=1)
 print(f"share of a query's negative gradient on its most caption-similar negative: "
@@ -444,7 +445,7 @@ measurements = exp.gradient_measurements(dynamics)
 # %%
 fig = plot_gradient_dynamics(measurements, dynamics["history"])
 exp.save_figure(fig, "02_gradient_dynamics")
-display(fig)
+show(fig)
 
 # %%
 # NBVAL_IGNORE_OUTPUT

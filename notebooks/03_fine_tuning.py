@@ -55,6 +55,7 @@ from IPython.display import Markdown, display
 from hnclip_core.evaluate import encode_dataset, retrieval_examples
 from hnclip_core.experiment import Experiment
 from hnclip_core.paper import DOCCI_RECALL, paper_mean_r1
+from hnclip_core.plots import show
 from hnclip_core.plots.training import plot_convergence, plot_retrievals, plot_training_losses
 from hnclip_core.report import recall_table
 
@@ -99,7 +100,7 @@ print(f"{method} − {baseline}: {gain:+.1f} average R@1 (paper, DOCCI: "
 # %% tags=[]
 fig = plot_convergence(results)
 exp.save_figure(fig, "03_convergence")
-display(fig)
+show(fig)
 
 # %% [markdown] tags=[]
 # The training losses live on different scales — L_HN includes the margin γḠ, so it cannot fall to
@@ -108,7 +109,7 @@ display(fig)
 # %% tags=[]
 fig = plot_training_losses(results)
 exp.save_figure(fig, "03_training_losses")
-display(fig)
+show(fig)
 
 # %% [markdown] tags=[]
 # ## 4. What changes in the ranking (Fig. 3, Fig. A10)
@@ -134,7 +135,7 @@ print(f"ground-truth rank under {method} vs {baseline}: better for {changes['imp
       f"worse for {changes['worsened']}, unchanged for {changes['unchanged']}")
 fig = plot_retrievals(examples, test_set.pairs)
 exp.save_figure(fig, "03_retrievals")
-display(fig)
+show(fig)
 
 # %% tags=[]
 print(exp.save_json("fine_tuning", {

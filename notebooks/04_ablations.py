@@ -65,6 +65,7 @@ from IPython.display import Markdown, display
 
 from hnclip_core import ablations as studies
 from hnclip_core.experiment import Experiment
+from hnclip_core.plots import show
 from hnclip_core.plots.ablations import (
     plot_margin_annealing,
     plot_sample_efficiency,
@@ -99,7 +100,7 @@ fig = plot_metric_sweep(
     baseline={"zero-shot (avg R@1)": next(iter(gamma_runs.values()))["zero_shot"]["mean_r1"]},
 )
 exp.save_figure(fig, "04_gamma_sweep")
-display(fig)
+show(fig)
 
 # %% [markdown] tags=[]
 # ## (b) Loss components (Table 3b, Table A5)
@@ -115,7 +116,7 @@ component_runs = {objective: exp.run(objective=objective, warmup_steps=warmup_st
 display(Markdown(studies.components_table(component_runs, ks=(1, 5, 10))))
 fig = plot_convergence(component_runs)
 exp.save_figure(fig, "04_convergence")
-display(fig)
+show(fig)
 
 # %% [markdown] tags=[]
 # ## (c) Recomputed vs frozen Ḡ (Table 3c, Table A2, App. B.2)
@@ -136,7 +137,7 @@ display(Markdown(recall_table({f"Ḡ {source} (last epoch)": run["last"] for sou
 display(Markdown(studies.margin_source_table(source_runs)))
 fig = plot_margin_annealing({f"Ḡ {source}": run for source, run in source_runs.items()})
 exp.save_figure(fig, "04_margin_annealing")
-display(fig)
+show(fig)
 
 # %% [markdown] tags=[]
 # ## (d) Sample efficiency (Fig. 6, Table A9)
@@ -154,7 +155,7 @@ fraction_runs = {f"{f:g}": {o: exp.run(objective=o, train_fraction=f, accumulati
 display(Markdown(studies.fractions_table(fraction_runs)))
 fig = plot_sample_efficiency(fraction_runs, studies.strongest_baseline(fraction_runs[f"{max(fractions):g}"]))
 exp.save_figure(fig, "04_sample_efficiency")
-display(fig)
+show(fig)
 
 # %% [markdown] tags=[]
 # ## (e) Seeds (Table A8)
@@ -171,7 +172,7 @@ seed_runs = {str(s): {o: exp.run(objective=o, seed=s, warmup_steps=warmup_steps)
 display(Markdown(studies.seeds_table(seed_runs)))
 fig = plot_seed_convergence(seed_runs)
 exp.save_figure(fig, "04_seed_convergence")
-display(fig)
+show(fig)
 
 # %% [markdown] tags=[]
 # ## (f) Cross-domain transfer (Table A10)
@@ -206,7 +207,7 @@ temperature_runs = {f"{s:g}": {f"{g:g}": exp.run(objective="hn+tok", gamma=g, lo
 display(Markdown(studies.temperature_table(temperature_runs)))
 fig = plot_temperature_grid(temperature_runs)
 exp.save_figure(fig, "04_temperature_gamma")
-display(fig)
+show(fig)
 
 # %% tags=[]
 print(exp.save_json("ablations", studies.slim({

@@ -33,6 +33,7 @@ from IPython.display import Markdown, display
 from hnclip_core import ablations as studies
 from hnclip_core.experiment import Experiment
 from hnclip_core.paper import CAPTION_GEOMETRY, DOCCI_RECALL, SATURATION
+from hnclip_core.plots import show
 from hnclip_core.plots.ablations import (
     plot_margin_annealing,
     plot_plug_and_play,
@@ -89,7 +90,7 @@ rows = {"zero-shot": first["zero_shot"], **{objective: run["last"] for objective
 display(Markdown(recall_table(rows, paper=DOCCI_RECALL)))
 fig = plot_convergence(runs)
 exp.save_figure(fig, "05_convergence")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # ## 4. Ablations at tutorial scale (chapter 4; Table 3)
@@ -144,7 +145,7 @@ fig = plot_metric_sweep(
     baseline={"zero-shot (in-domain)": next(iter(grids["gamma"].values()))["zero_shot"]["mean_r1"]},
 )
 exp.save_figure(fig, "05_gamma_full")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # ### (b) Loss components and convergence (Table 3b, Table A5; Fig. 5, Fig. A9)
@@ -153,7 +154,7 @@ display(fig)
 display(Markdown(studies.components_table(grids["components"])))
 fig = plot_convergence(grids["components"])
 exp.save_figure(fig, "05_convergence_full")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # ### (c) Recomputed vs frozen Ḡ, and the drift of Ḡ (Table 3c, Table A2, App. B.2)
@@ -162,7 +163,7 @@ display(fig)
 display(Markdown(studies.margin_source_table(grids["margin_source"])))
 fig = plot_margin_annealing({f"Ḡ {source}": run for source, run in grids["margin_source"].items()})
 exp.save_figure(fig, "05_margin_annealing")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # ### (d) Sample efficiency (Fig. 6, Table A9)
@@ -174,7 +175,7 @@ display(Markdown(studies.fractions_table(grids["fractions"])))
 full_data = grids["fractions"][max(grids["fractions"], key=float)]
 fig = plot_sample_efficiency(grids["fractions"], studies.strongest_baseline(full_data))
 exp.save_figure(fig, "05_sample_efficiency")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # ### (e) Seeds (Table A8, Table A11): mean ± std over three seeds, and convergence with its spread
@@ -183,7 +184,7 @@ display(fig)
 display(Markdown(studies.seeds_table(grids["seeds"])))
 fig = plot_seed_convergence(grids["seeds"])
 exp.save_figure(fig, "05_seed_convergence")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # ### (f) Cross-domain transfer (Table A10, Table A7)
@@ -201,7 +202,7 @@ display(Markdown(studies.transfer_table(grids["transfer"])))
 display(Markdown(studies.temperature_table(grids["temperature"])))
 fig = plot_temperature_grid(grids["temperature"])
 exp.save_figure(fig, "05_temperature_gamma")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # ### (h) Plug-and-play: L_HN inside six fine-tuning frameworks (Table 2, Table A4, App. D.2)
@@ -215,7 +216,7 @@ display(fig)
 display(Markdown(studies.plug_and_play_table(grids["plug_and_play"])))
 fig = plot_plug_and_play(grids["plug_and_play"], paper_plug_and_play_deltas("DOCCI"))
 exp.save_figure(fig, "05_plug_and_play")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # **Training cost (Table A3).** `benchmarks/framework_throughput.py` times one optimizer step of every framework

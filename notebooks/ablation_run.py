@@ -64,6 +64,7 @@ interactive = True  # progress bars; papermill batch runs pass False
 from IPython.display import Markdown, display
 
 from hnclip_core.experiment import Experiment
+from hnclip_core.plots import show
 from hnclip_core.plots.ablations import plot_margin_annealing
 from hnclip_core.plots.training import plot_convergence
 from hnclip_core.report import recall_table
@@ -105,10 +106,10 @@ display(Markdown(recall_table({"zero-shot": result["zero_shot"], f"best (epoch {
 # %%
 fig = plot_convergence({objective: result})
 exp.save_figure(fig, "convergence")
-display(fig)
+show(fig)
 fig = plot_margin_annealing({f"{objective}, Ḡ {margin_source}": result})
 exp.save_figure(fig, "margin_annealing")
-display(fig)
+show(fig)
 
 # %% [markdown]
 # ## Cross-domain evaluation

@@ -2,8 +2,8 @@
 
 Every function draws one figure from plain numbers (the outputs of :mod:`hnclip_core`'s analysis
 functions) and returns a :class:`matplotlib.figure.Figure` built without pyplot, so nothing needs closing
-and a notebook shows it exactly once with ``display(fig)``; :func:`save_figure` writes it as PNG next to
-the run's results.
+and a notebook shows it exactly once with :func:`show`; :func:`save_figure` writes it as PNG next to the
+run's results.
 """
 
 from __future__ import annotations
@@ -20,6 +20,18 @@ METHOD_COLOURS = {
     "hn": "#ff7f0e",
     "hn+tok": "#d62728",
 }
+
+
+def show(fig: Figure) -> None:
+    """Display ``fig`` in a notebook as a PNG and nothing else.
+
+    ``display(fig)`` would also attach the text fallback ``<Figure size … with N Axes>``, which is all a reader
+    sees wherever the PNG is dropped, and which looks exactly like the symptom of a kernel without matplotlib's
+    inline formatter. The chapters turn that formatter on with ``%matplotlib inline``.
+    """
+    from IPython.display import display
+
+    display(fig, include=["image/png"])
 
 
 def save_figure(fig: Figure, directory: str | Path | None, name: str, dpi: int = 120) -> Path | None:

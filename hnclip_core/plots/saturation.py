@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from ..diagnostics import GradientMeasurement
 from ..losses import SOLVED_LOSS_THRESHOLD
 from ..saturation import THRESHOLDS, boost_reweighting, hardness_concentration
-from . import METHOD_COLOURS
+from . import METHOD_COLOURS, show
 
 __all__ = ["plot_fp32_saturation", "plot_boost_posteriors", "boost_explorer_figure", "plot_gradient_dynamics"]
 
@@ -337,10 +337,9 @@ def boost_explorer_widget(image_features, text_features, gamma: float = 0.5, log
     hang a kernel without a front end.
     """
     import ipywidgets as widgets
-    from IPython.display import display
 
     def draw(gamma, logit_scale, row):
-        display(boost_explorer_figure(image_features, text_features, gamma, logit_scale, row))
+        show(boost_explorer_figure(image_features, text_features, gamma, logit_scale, row))
 
     return widgets.interactive(
         draw,
