@@ -57,7 +57,7 @@ def caption_geometry_of(config: TrainConfig, split: str = "test", progress: bool
     """Caption statistics of ``split`` under the initial text encoder of ``config`` (Fig. 1, Table A1)."""
     from .toy import ensure_toy_model
 
-    checkpoint = config.checkpoint or ensure_toy_model(progress=progress)
+    checkpoint = config.checkpoint or ensure_toy_model()
     device = resolve_device(config.device)
     model, _, tokenizer = load_longclip(checkpoint, device=device)
     captions = [pair.caption for pair in load_pairs(config.dataset, config.data_root, split)]

@@ -192,11 +192,11 @@ class Experiment:
 
     @cached_property
     def checkpoint(self) -> Path:
-        """The Long-CLIP-format checkpoint: the cached toy (pretrained on first use) or ``backbone``."""
+        """The Long-CLIP-format checkpoint: the toy shipped with the package or ``backbone``."""
         if self.backbone == "toy":
             from .toy import ensure_toy_model
 
-            return ensure_toy_model(progress=self.progress)
+            return ensure_toy_model()
         return Path(self.backbone).expanduser()
 
     @property

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 
 import open_clip
 import torch
-import torch.nn.functional as F
 
 from .data.synthetic import SyntheticConfig, iter_examples
-from .features import encode_images, encode_texts
+from .evaluate import encode_dataset
 from .geometry import caption_similarity_stats
 from .losses import clip_loss
 
@@ -55,14 +54,9 @@ def benchmark_tensors(split: str, config: SyntheticConfig | None = None) -> Benc
     return BenchmarkTensors(torch.stack(images), captions, torch.tensor(families))
 
 
-@torch.no_grad()
-def _encode(model, data: BenchmarkTensors, tokenizer, batch_size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
-    image_chunks, text_chunks = [], []
-    for start in range(0, len(data.captions), batch_size):
-        image_chunks.append(encode_images(model, data.images[start : start + batch_size])[0])
-        tokens = tokenizer(data.captions[start : start + batch_size])
-        text_chunks.append(encode_texts(model, tokens)[0])
-    return F.normalize(torch.cat(image_chunks), dim=-1), F.normalize(torch.cat(text_chunks), dim=-1)
+def _encode(model, data: BenchmarkTensors, tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
+    dataset = torch.utils.data.TensorDataset(data.images, tokenizer(data.captions))
+    return encode_dataset(model, dataset, batch_size=256, progress=False)
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -76,13 +70,8 @@ def zero_shot_regime(
     num_batches: int = 500, seed: int = 0,
 ) -> dict:
     """The measurements listed in the module docstring, for ``model`` (an open_clip ``CLIP``, on the CPU)."""
-    was_training = model.training
-    model.eval()
-    try:
-        train_images, train_texts = _encode(model, train, tokenizer)
-        test_images, test_texts = _encode(model, test, tokenizer)
-    finally:
-        model.train(was_training)
+    train_images, train_texts = _encode(model, train, tokenizer)  # eval mode for the pass, then restored
+    test_images, test_texts = _encode(model, test, tokenizer)
     scale = model.logit_scale.exp().float()
 
     generator = torch.Generator().manual_seed(seed)

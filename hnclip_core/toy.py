@@ -68,11 +68,8 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def ensure_toy_model(progress: bool = False) -> Path:
-    """The shipped toy checkpoint, after checking it against its recorded SHA-256 (no pretraining, ever).
-
-    ``progress`` is accepted for callers that used to pretrain here; nothing is slow any more.
-    """
+def ensure_toy_model() -> Path:
+    """The shipped toy checkpoint, after checking it against its recorded SHA-256 (no pretraining, ever)."""
     path = shipped_toy_path()
     record_path = path.with_suffix(".json")
     if not path.is_file() or not record_path.is_file():

@@ -266,9 +266,9 @@ class _Run:
 
         checkpoint = config.checkpoint
         if checkpoint is None:
-            from .toy import ensure_toy_model  # the embedded default, built once and cached
+            from .toy import ensure_toy_model  # the embedded default, shipped with the package
 
-            checkpoint = ensure_toy_model(progress=self.progress)
+            checkpoint = ensure_toy_model()
         self.model, preprocess, tokenizer = load_longclip(checkpoint, device=self.device)
         self.model.train()
         keep_first_positions_frozen(self.model)

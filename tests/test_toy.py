@@ -91,3 +91,19 @@ def test_every_step_draws_new_scenes_in_many_voices():
     _, repeat = pretrain_module.scene_batch(MICRO, 2, 0, preprocess)
     assert first == repeat and not set(first) & set(second)
     assert all(len(c.split()) > 40 for c in first)
+
+
+def test_the_shipped_toy_measures_as_its_record_says():
+    """The fp16 file reproduces the zero-shot regime its fp32 weights were probed at (up to a query or two)."""
+    from hnclip_core.regime import benchmark_tensors, zero_shot_regime
+
+    path = ensure_toy_model()
+    probe = json.loads(path.with_suffix(".json").read_text())["probes"][-1]
+    model, _, tokenizer = load_longclip(path)
+    measured = zero_shot_regime(model, benchmark_tensors("train"), benchmark_tensors("test"), tokenizer)
+    for key in ("solved_share", "solved_share_without_twins", "twin_error_share", "own_family_top1",
+                "mean_pairwise", "mean_hardest"):
+        assert measured[key] == pytest.approx(probe[key], abs=2e-3), key
+    for key in ("t2i_r1", "i2t_r1"):
+        assert measured[key] == pytest.approx(probe[key], abs=0.2), key  # 0.1 point is one of 1,000 queries
+    assert probe["solved_share"] >= 0.5 and probe["own_family_top1"] >= 0.95  # the strong initialisation
