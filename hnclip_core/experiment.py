@@ -4,7 +4,7 @@ Every chapter notebook starts with the same few parameters (papermill's conventi
 ``parameters``, derived values computed afterwards). :class:`Experiment` validates them with clear
 messages and turns them into the objects the chapter needs, so the notebooks hold narrative, not logic:
 
-* ``backbone="toy"`` is the embedded toy Long-CLIP (built once and cached, :mod:`hnclip_core.toy`);
+* ``backbone="toy"`` is the embedded toy Long-CLIP (shipped with the package, :mod:`hnclip_core.toy`);
   anything else is the path of a Long-CLIP-format checkpoint such as ``longclip-L.pt``. Both go through
   :func:`~hnclip_core.longclip.load_longclip`.
 * ``dataset``/``data_root`` name a benchmark of :mod:`hnclip_core.data` (``synthetic`` needs no root);
