@@ -38,13 +38,13 @@ notebook-test: $(STAMP)
 
 # The README's main command: run all chapters headless into runs/tutorial/.
 tutorial: $(STAMP)
-	$(BIN)/python -m hnclip_core.tutorial --output-dir runs/tutorial
+	$(BIN)/python -m hnclip_core.replication.tutorial --output-dir runs/tutorial
 
 # Every ablation study of the paper as a papermill grid (ablations/*.yaml) over notebooks/ablation_run, at
 # full scale on the embedded default; completed points are skipped, so an interrupted run continues.
 # Collected into results/ablations.json, which chapter 5 draws. Pass STUDIES="gamma seeds" to run some.
 ablations: $(STAMP)
-	$(BIN)/python -m hnclip_core.ablations $(STUDIES)
+	$(BIN)/python -m hnclip_core.replication.ablations $(STUDIES)
 
 # Re-execute the committed notebooks at their defaults (after editing a chapter's .py script) from an empty run
 # cache, strip volatile metadata, keep the outputs and execution counts that nbval checks (it skips cells without

@@ -24,13 +24,15 @@ import csv
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .losses import SOLVED_LOSS_THRESHOLD
-from .objective import Objective, accumulated_losses
+from .accumulation import accumulated_losses
+from .features import encode_batch
+from .losses import SOLVED_LOSS_THRESHOLD, HNClipTokenLoss
 
 __all__ = ["GradientMeasurement", "GradientMonitor", "batch_gradient"]
 
@@ -56,13 +58,14 @@ class GradientMeasurement:
     micro_solved_hn: float = math.nan
 
 
-def batch_gradient(model, micro_batches, objective: Objective, accumulation: str, margin_features=None):
-    """(loss, flat fp32 gradient over all trainable parameters, per-micro-batch losses) of ``objective`` on one
+def batch_gradient(model, micro_batches, loss_fn: HNClipTokenLoss, accumulation: str, margin_features=None):
+    """(loss, flat fp32 gradient over all trainable parameters, per-micro-batch losses) of ``loss_fn`` on one
     effective batch, accumulated exactly as the trainer accumulates it, without touching ``param.grad``."""
     params = [p for p in model.parameters() if p.requires_grad]
     total = [torch.zeros_like(p, dtype=torch.float32) for p in params]
     micro_losses = []
-    for loss in accumulated_losses(model, micro_batches, objective, accumulation, margin_features):
+    encode = partial(encode_batch, model)
+    for loss in accumulated_losses(encode, model.logit_scale, micro_batches, loss_fn, accumulation, margin_features):
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         for acc, grad in zip(total, grads, strict=True):
             if grad is not None:
@@ -80,8 +83,8 @@ class GradientMonitor:
         if every < 1:
             raise ValueError(f"every must be at least 1, got {every}")
         self.every = every
-        self.clip = Objective("clip")
-        self.hn = Objective("hn", gamma=gamma)
+        self.clip = HNClipTokenLoss(gamma=0.0, token_weight=0.0)  # L_CLIP, Eq. 1
+        self.hn = HNClipTokenLoss(gamma=gamma, token_weight=0.0)  # L_HN, Eq. 2
         self.measurements: list[GradientMeasurement] = []
 
     def due(self, step: int) -> bool:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import torch
 
 __all__ = [
-    "EncodedBatch", "encode_images", "encode_texts", "encode_batch", "text_hidden_states", "encode_images_with_hidden",
+    "BatchEncoder", "EncodedBatch", "encode_images", "encode_texts", "encode_batch", "text_hidden_states",
+    "encode_images_with_hidden",
 ]
 
 
@@ -70,7 +71,7 @@ def text_hidden_states(model, token_ids: torch.Tensor) -> tuple[torch.Tensor, to
     """The text transformer's output *before* ``ln_final`` ``[B, L', width]`` and the trimmed ids ``[B, L']``.
 
     Sequences are cut after the last non-padding position of the batch (for right-padded ids: the longest
-    caption); ids with padding inside (the prefix padding of :mod:`hnclip_core.data.augment`) keep it.
+    caption); ids with padding inside (the prefix padding of :mod:`hnclip_core.frameworks.augment`) keep it.
     """
     positions = torch.arange(1, token_ids.shape[1] + 1, device=token_ids.device)
     length = int(((token_ids != 0) * positions).max().clamp(min=1))
@@ -96,3 +97,15 @@ def encode_batch(model, images: torch.Tensor, token_ids: torch.Tensor, with_toke
     image_features, image_tokens = encode_images(model, images, with_tokens)
     text_features, text_tokens, ids = encode_texts(model, token_ids, with_tokens)
     return EncodedBatch(image_features, text_features, image_tokens, text_tokens, ids)
+
+
+class BatchEncoder(torch.nn.Module):
+    """:func:`encode_batch` as a module's forward, so that ``DistributedDataParallel`` can wrap it (its reducer
+    is armed in ``forward``; the training losses need the encoders' token outputs, not ``CLIP.forward``'s)."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, images: torch.Tensor, token_ids: torch.Tensor, with_tokens: bool = False) -> EncodedBatch:
+        return encode_batch(self.model, images, token_ids, with_tokens)

@@ -5,6 +5,11 @@ Conventions: global embeddings are L2-normalised ``[B, D]`` tensors, row ``i`` o
 belongs to row ``i`` of the text features, and ``logit_scale`` is the inverse temperature *s* itself
 (``model.logit_scale.exp()``), as a tensor or a float.
 
+Both are open_clip loss modules: :class:`HNClipLoss` is ``ClipLoss`` with the margin added to its logits
+(``gamma=0`` is InfoNCE), and :class:`HNClipTokenLoss` adds λ·L_tok on top, the way open_clip's ``CoCaLoss``
+adds its caption term. Objectives are named by their parameters: γ = 0, λ = 0 is InfoNCE (Eq. 1);
+γ > 0, λ = 0 is L_HN (Eq. 2); γ > 0, λ > 0 is HN-CLIP (Eq. 3).
+
 Why the boost works, in one line (App. B.2, Eq. 4): adding the detached margin γ·Ḡ_ij to negative *j*'s
 logit multiplies its softmax weight, and so its share of the gradient, by exp(s·γ·Ḡ_ij); near-duplicate
 captions (Ḡ → 1) keep receiving gradient after the easy negatives have been separated.
@@ -17,33 +22,17 @@ import torch.nn.functional as F
 from open_clip.loss import ClipLoss, gather_features
 
 __all__ = [
-    "clip_loss",
-    "hn_clip_loss",
+    "SOLVED_LOSS_THRESHOLD",
+    "HNClipLoss",
+    "HNClipTokenLoss",
     "caption_margin",
     "token_loss",
     "token_similarity",
     "valid_text_token_mask",
-    "HNClipLoss",
-    "SOLVED_LOSS_THRESHOLD",
 ]
 
 #: A batch whose loss is below this value counts as "solved" in the paper's gradient analysis (§2.4, Fig. 4).
 SOLVED_LOSS_THRESHOLD = 1e-3
-
-
-def _symmetric_cross_entropy(logits_per_image: torch.Tensor, logits_per_text: torch.Tensor) -> torch.Tensor:
-    """½·[CE(Z, y) + CE(Z', y)] with targets y_i = i: images classify captions, captions classify images."""
-    targets = torch.arange(logits_per_image.shape[0], device=logits_per_image.device)
-    return (F.cross_entropy(logits_per_image, targets) + F.cross_entropy(logits_per_text, targets)) / 2
-
-
-def clip_loss(image_features: torch.Tensor, text_features: torch.Tensor, logit_scale) -> torch.Tensor:
-    """Symmetric InfoNCE over in-batch negatives, Eq. 1: ½·[CE(s·S, y) + CE(s·Sᵀ, y)] with S = V Tᵀ.
-
-    The two logit matrices are computed as open_clip's ``ClipLoss`` computes them, so the values are
-    bit-identical to it.
-    """
-    return hn_clip_loss(image_features, text_features, logit_scale, gamma=0.0)
 
 
 def caption_margin(
@@ -64,36 +53,6 @@ def caption_margin(
         rows = torch.arange(margin.shape[0], device=margin.device)
         margin[rows, rows + positive_offset] = 0.0
     return margin
-
-
-def hn_clip_loss(
-    image_features: torch.Tensor,
-    text_features: torch.Tensor,
-    logit_scale,
-    gamma: float = 0.5,
-    text_sim: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """L_HN of Eq. 2: ½·[CE(s·(S + γḠ), y) + CE(s·(S + γḠ)ᵀ, y)].
-
-    Ḡ is the caption–caption cosine matrix T Tᵀ of the batch, detached and with its diagonal zeroed, so
-    the positives' logits are untouched and negative *j* of query *i* must be beaten by an extra margin
-    γ·Ḡ_ij. ``text_sim`` optionally supplies the ``[B, B]`` matrix Ḡ is built from instead of T Tᵀ (e.g.
-    the similarities under a frozen copy of the initial text encoder, Table 3c / A2); it is detached and
-    diagonal-masked the same way. With ``gamma=0`` this is exactly :func:`clip_loss`.
-    """
-    logits_per_image = logit_scale * image_features @ text_features.t()
-    logits_per_text = logit_scale * text_features @ image_features.t()
-    if gamma != 0:
-        if text_sim is None:
-            margin = caption_margin(text_features, text_features, gamma)
-        else:
-            margin = gamma * text_sim.detach().clone()
-            margin.fill_diagonal_(0.0)
-        # s·(S + γḠ) = s·S + s·γḠ; Ḡ is symmetric, so both directions get the same margin.
-        margin = (logit_scale * margin).to(logits_per_image.dtype)
-        logits_per_image = logits_per_image + margin
-        logits_per_text = logits_per_text + margin
-    return _symmetric_cross_entropy(logits_per_image, logits_per_text)
 
 
 def valid_text_token_mask(token_ids: torch.Tensor) -> torch.Tensor:
@@ -171,27 +130,22 @@ def token_loss(
 
 
 class HNClipLoss(ClipLoss):
-    """L_HN as a drop-in replacement for open_clip's ``ClipLoss`` (same call and options).
+    """L_HN of Eq. 2 as a drop-in replacement for open_clip's ``ClipLoss`` (same call and options):
+    ½·[CE(s·(S + γḠ), y) + CE(s·(S + γḠ)ᵀ, y)] with S = V Tᵀ and Ḡ = stopgrad(T Tᵀ) ⊙ (1 − I).
 
-    ``loss(image_features, text_features, logit_scale)`` returns Eq. 2; ``gamma=0`` gives ``ClipLoss``
-    exactly. Distributed feature gathering, ``local_loss`` and ``gather_with_grad`` work as in
-    ``ClipLoss``: the same Ḡ serves both directions because caption similarity is symmetric; under
-    ``local_loss`` it is stopgrad(local captions · all captionsᵀ) with the positives at column
-    ``rank·B + i``. ``margin_text_features`` (keyword of ``forward``) optionally gives the caption
-    features Ḡ is built from (e.g. a frozen text encoder's, Table 3c); they are gathered like the others.
+    A negative *j* of query *i* must be beaten by an extra margin γ·Ḡ_ij; the positives' logits are
+    untouched. ``gamma=0`` is ``ClipLoss`` exactly (InfoNCE, Eq. 1). Features are L2-normalised ``[B, D]``
+    (row *i* of the images belongs to row *i* of the captions) and ``logit_scale`` is *s* itself.
+    ``margin_text_features`` (keyword of ``forward``) optionally gives the caption features Ḡ is built
+    from — a frozen copy of the initial text encoder's, Table 3c. Distributed gathering (``world_size``,
+    ``local_loss``, ``gather_with_grad``) works as in ``ClipLoss``; under ``local_loss`` Ḡ is
+    stopgrad(local captions · all captionsᵀ) with the positives at column ``rank·B + i``.
     """
 
     def __init__(self, gamma: float = 0.5, **clip_loss_kwargs):
         super().__init__(**clip_loss_kwargs)
         self.gamma = gamma
         self._margin_text_features: torch.Tensor | None = None
-
-    def _gather(self, features: torch.Tensor) -> torch.Tensor:
-        gathered, _ = gather_features(
-            features, features, local_loss=True, gather_with_grad=False,
-            rank=self.rank, world_size=self.world_size, use_horovod=self.use_horovod,
-        )
-        return gathered
 
     def get_logits(self, image_features, text_features, logit_scale, logit_bias=None):
         logits_per_image, logits_per_text = super().get_logits(
@@ -200,29 +154,22 @@ class HNClipLoss(ClipLoss):
         if self.gamma == 0:
             return logits_per_image, logits_per_text
         captions = text_features if self._margin_text_features is None else self._margin_text_features
-        offset = 0
+        all_captions, offset = captions, 0
         if self.world_size > 1:
-            all_captions = self._gather(captions.detach())
+            all_captions, _ = gather_features(
+                captions.detach(), captions.detach(), local_loss=True, gather_with_grad=False,
+                rank=self.rank, world_size=self.world_size, use_horovod=self.use_horovod,
+            )
             if self.local_loss:
                 offset = self.rank * captions.shape[0]
             else:
                 captions = all_captions
-        else:
-            all_captions = captions
-        margin = logit_scale * caption_margin(captions, all_captions, self.gamma, positive_offset=offset)
-        margin = margin.to(logits_per_image.dtype)
+        margin = (logit_scale * caption_margin(captions, all_captions, self.gamma, offset)).to(logits_per_image.dtype)
         # Ḡ is symmetric over captions, so the text→image logits get the same margin as image→text.
         return logits_per_image + margin, logits_per_text + margin
 
-    def forward(
-        self,
-        image_features,
-        text_features,
-        logit_scale,
-        logit_bias=None,
-        output_dict=False,
-        margin_text_features: torch.Tensor | None = None,
-    ):
+    def forward(self, image_features, text_features, logit_scale, logit_bias=None, output_dict=False,
+                margin_text_features: torch.Tensor | None = None):
         self._margin_text_features = margin_text_features
         try:
             return super().forward(
@@ -230,3 +177,30 @@ class HNClipLoss(ClipLoss):
             )
         finally:
             self._margin_text_features = None
+
+
+class HNClipTokenLoss(HNClipLoss):
+    """The full objective of Eq. 3, L = L_HN + λ·L_tok: :class:`HNClipLoss` plus the FILIP token term.
+
+    ``forward(image_features, text_features, logit_scale, image_tokens=..., text_tokens=..., text_ids=...)``
+    takes the batch's patch embeddings ``[B, patches, D]``, per-token text embeddings ``[B, L, D]`` and the
+    token ids they belong to (padding and the start token are left out, :func:`valid_text_token_mask`).
+    With ``output_dict=True`` it returns both terms, as ``CoCaLoss`` does. The token term is computed on the
+    tensors it is given: under distributed training, pass the gathered batch (the trainer does).
+    """
+
+    def __init__(self, gamma: float = 0.5, token_weight: float = 1.0, **clip_loss_kwargs):
+        super().__init__(gamma, **clip_loss_kwargs)
+        self.token_weight = token_weight
+
+    def forward(self, image_features, text_features, logit_scale, logit_bias=None, output_dict=False,
+                margin_text_features=None, *, image_tokens=None, text_tokens=None, text_ids=None):
+        contrastive = super().forward(image_features, text_features, logit_scale, logit_bias,
+                                      margin_text_features=margin_text_features)
+        token_term = torch.zeros_like(contrastive)
+        if self.token_weight:
+            mask = valid_text_token_mask(text_ids)
+            token_term = self.token_weight * token_loss(image_tokens, text_tokens, mask, logit_scale)
+        if output_dict:
+            return {"contrastive_loss": contrastive, "token_loss": token_term}
+        return contrastive + token_term

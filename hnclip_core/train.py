@@ -2,19 +2,30 @@
 the embedded toy model (arXiv 2608.18521 §3.1, App. D.1).
 
 Defaults are the paper's recipe: AdamW at lr 2e-6 with cosine decay, effective batch 128 as micro-batch
-16 × 8 accumulation, 10 epochs, γ = 0.5, λ = 1, the learned temperature initialised from the checkpoint,
-and Long-CLIP's rule that positional rows 0–19 never change. Every epoch is evaluated with Recall@K in
-both directions (App. D.3); ``history.json`` / ``history.csv`` and an atomically written training state
-go to ``output_dir``, from which ``resume=True`` continues a killed run to the same result.
+16 × 8 accumulation, 10 epochs, the loss L_HN + λ·L_tok with γ = 0.5, λ = 1 (:class:`HNClipTokenLoss`;
+γ = λ = 0 is InfoNCE), the learned temperature initialised from the checkpoint, and Long-CLIP's rule that
+positional rows 0–19 never change. Every epoch is evaluated with Recall@K in both directions (App. D.3);
+``history.json`` / ``history.csv`` and an atomically written training state go to ``output_dir``, from
+which ``resume=True`` continues a killed run to the same result.
 
 Where the paper is silent we say what we chose: a linear warm-up of ``warmup_steps`` optimizer steps
 (Long-CLIP uses 200 at its much larger step count), weight decay 0.01 (Long-CLIP's), no clamping of the
 temperature (Long-CLIP does not clamp), the last incomplete batch of an epoch dropped, and ``naive``
-accumulation by default (see :mod:`hnclip_core.objective` for both readings).
+accumulation by default (see :mod:`hnclip_core.accumulation` for both readings).
+
+Several processes: ``torchrun --nproc_per_node=N -m hnclip_core train ...``. The model is wrapped in
+``DistributedDataParallel`` (gradients are synchronised once per optimizer step: every micro-step but the
+last runs under ``no_sync``); every process draws the same global batches and encodes its slice of each
+global micro-batch, so N processes with ``micro_batch_size = m`` see the batches of one process with N·m.
+Evaluation runs in every process on identical weights; only rank 0 writes files.
+
+A fine-tuning framework of the plug-and-play study (:mod:`hnclip_core.frameworks`) changes the loop through
+:class:`TrainingHooks`, passed as ``train(config, hooks=...)``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
@@ -30,19 +41,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
+from .accumulation import ACCUMULATION_MODES, MicroBatch, accumulated_losses
 from .data import PairDataset, load_pairs
-from .data.augment import CAPTION_AUGMENTATIONS, CaptionAugmentation
-from .distributed import average_gradients, init_distributed
-from .evaluate import DEFAULT_KS, encode_dataset, mean_recall, recall_at_k
-from .frameworks import FRAMEWORKS, SEGMENT_FRAMEWORKS, TrainingView, build_framework
-from .geometry import caption_similarity_stats
-from .longclip import keep_first_positions_frozen, load_longclip
-from .objective import ACCUMULATION_MODES, MicroBatch, Objective, accumulated_losses
+from .evaluate import DEFAULT_KS, caption_geometry, encode_dataset, mean_recall, recall_at_k
+from .features import BatchEncoder
+from .longclip import keep_first_positions_frozen, load_longclip, longclip_param_groups
+from .losses import HNClipTokenLoss
 
 __all__ = [
-    "TrainConfig", "train", "recall_row", "resolve_device", "training_subset", "epoch_batches", "TrainingDiverged",
+    "TrainConfig", "TrainingHooks", "train", "recall_row", "resolve_device", "training_subset", "epoch_batches",
+    "TrainingDiverged",
 ]
 
 log = logging.getLogger(__name__)
@@ -68,11 +81,9 @@ class TrainConfig:
 
     # model and data
     checkpoint: str | None = _option(
-        None,
-        "Long-CLIP-format checkpoint (longclip-L.pt, longclip-B.pt, ...); default: the embedded toy "
-        "Long-CLIP",
+        None, "Long-CLIP-format checkpoint (longclip-L.pt, longclip-B.pt, ...); required"
     )
-    dataset: str = _option("synthetic", "benchmark name: docci, dci, long-dci, urban1k, vg, synthetic or synthetic-alt")
+    dataset: str = _option("docci", "benchmark name: docci, dci, long-dci, urban1k, vg, synthetic or synthetic-alt")
     data_root: str | None = _option(None, "folder holding the benchmark (not needed for synthetic)")
     train_split: str = _option("train", "split to fine-tune on")
     eval_split: str = _option("test", "split to evaluate on every epoch")
@@ -85,10 +96,9 @@ class TrainConfig:
         "share of the training pairs used; the same subset for every method at a given seed (Fig. "
         "6)",
     )
-    # objective (Eq. 1–3, Table 3)
-    objective: str = _option("hn+tok", "clip (Eq. 1), tok (Eq. 1 + L_tok), hn (Eq. 2) or hn+tok (Eq. 3, HN-CLIP)")
-    gamma: float = _option(0.5, "boost strength γ of Eq. 2")
-    token_weight: float = _option(1.0, "λ of Eq. 3, the weight of L_tok")
+    # objective (Eq. 1–3, Table 3): γ = λ = 0 is InfoNCE, λ = 0 is L_HN, both > 0 is HN-CLIP
+    gamma: float = _option(0.5, "boost strength γ of Eq. 2 (0: InfoNCE's logits)")
+    token_weight: float = _option(1.0, "λ of Eq. 3, the weight of L_tok (0: no token term)")
     margin_source: str = _option(
         "recomputed",
         "Ḡ from the live text encoder (recomputed) or from a frozen copy of the initial one "
@@ -98,18 +108,6 @@ class TrainConfig:
         None,
         "fix the inverse temperature s at this value (not learned; the s × γ study of App. B.2); default: "
         "learned, initialised from the checkpoint",
-    )
-    # fine-tuning framework of the plug-and-play study (Table 2, App. D.2; hnclip_core.frameworks)
-    framework: str = _option(
-        "longclip",
-        "longclip (full fine-tuning), lora or dora (peft adapters, backbone frozen; the paper's lr is 5e-5), goal, "
-        "structxlip or finelip; objective is the framework's global term (clip: InfoNCE, hn: L_HN)",
-    )
-    caption_augmentation: str = _option(
-        "none", "none, or debias (DeBias-CLIP: drop the first sentence, sub-sample sentences, pad tokens)"
-    )
-    segment_file: str | None = _option(
-        None, "GOAL-format segment JSON for goal/structxlip on real data (synthetic data bring their own)"
     )
     # optimisation (§3.1, App. D.1)
     lr: float = _option(2e-6, "AdamW learning rate (paper: 2e-6)")
@@ -142,23 +140,17 @@ class TrainConfig:
     progress: bool | None = _option(None, "show progress bars (default: only on a terminal)")
 
     def __post_init__(self):
-        Objective(self.objective, self.gamma, self.token_weight)  # validates the name
+        if self.checkpoint is None:
+            raise ValueError(
+                "checkpoint is required: the path of a Long-CLIP-format checkpoint "
+                "(hnclip_core.toy.ensure_toy_model() returns the embedded toy's)"
+            )
         if self.margin_source not in MARGIN_SOURCES:
             raise ValueError(f"margin_source must be one of {MARGIN_SOURCES}, got {self.margin_source!r}")
         if self.accumulation not in ACCUMULATION_MODES:
             raise ValueError(f"accumulation must be one of {ACCUMULATION_MODES}, got {self.accumulation!r}")
-        if self.framework not in FRAMEWORKS:
-            raise ValueError(f"unknown framework {self.framework!r}; choose one of {FRAMEWORKS}")
-        if self.caption_augmentation not in CAPTION_AUGMENTATIONS:
-            raise ValueError(
-                f"unknown caption_augmentation {self.caption_augmentation!r}; choose one of {CAPTION_AUGMENTATIONS}"
-            )
-        if self.framework in ("goal", "structxlip", "finelip") and self.accumulation != "naive":
-            raise ValueError(f"framework {self.framework!r} trains with accumulation='naive' only")
-        if self.segment_file is not None and self.framework not in SEGMENT_FRAMEWORKS:
-            raise ValueError(
-                f"segment_file is read by the frameworks {SEGMENT_FRAMEWORKS} only, not {self.framework!r}"
-            )
+        if self.gamma < 0 or self.token_weight < 0:
+            raise ValueError(f"gamma and token_weight must be ≥ 0, got {self.gamma} and {self.token_weight}")
         if not 0 < self.train_fraction <= 1:
             raise ValueError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
         for name in ("epochs", "micro_batch_size", "accumulation_steps", "eval_batch_size"):
@@ -184,6 +176,37 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"unknown TrainConfig field(s) {unknown}; valid: {sorted(known)}")
         return cls(**values)
+
+
+class TrainingHooks:
+    """What a fine-tuning framework may change in the loop (the plug-and-play study, §3.3, Table 2); this base
+    class is plain Long-CLIP fine-tuning, every hook the identity. :mod:`hnclip_core.frameworks` subclasses it."""
+
+    #: True when :meth:`loss` adds terms to the contrastive objective (then accumulation is ``naive`` only).
+    has_auxiliary_loss = False
+
+    def prepare(self, model: torch.nn.Module, train_set: PairDataset) -> tuple[torch.nn.Module, Dataset]:
+        """The model to train (e.g. wrapped with adapters) and the training items: ``(image, token ids)`` or,
+        with per-pair inputs for :meth:`loss`, ``(image, token ids, extras)``."""
+        return model, train_set
+
+    def param_groups(self, model: torch.nn.Module, weight_decay: float) -> list[dict]:
+        """AdamW parameter groups over the trainable parameters (Long-CLIP's rule by default)."""
+        return longclip_param_groups(model, weight_decay)
+
+    def start_epoch(self, epoch: int) -> None:
+        """Called before each epoch's batches are drawn (``epoch`` from 1)."""
+
+    def start_step(self, epoch: int, step: int, steps_per_epoch: int) -> None:
+        """Called before each optimizer step (``epoch`` from 1, ``step`` counted over the whole run from 0)."""
+
+    def loss(self, model, micro: MicroBatch, loss: HNClipTokenLoss, logit_scale: torch.Tensor,
+             margin_text_features: torch.Tensor | None = None) -> torch.Tensor:
+        """The loss of one micro-batch (only called when :attr:`has_auxiliary_loss`)."""
+        raise NotImplementedError
+
+    def after_optimizer_step(self, model: torch.nn.Module) -> None:
+        """Called after each optimizer step."""
 
 
 def resolve_device(name: str = "auto") -> torch.device:
@@ -252,24 +275,25 @@ def recall_row(recalls: dict[str, dict[int, float]]) -> dict[str, float]:
 class _Run:
     """State of one training run; :func:`train` is the public entry point."""
 
-    def __init__(self, config: TrainConfig, zero_shot: dict | None = None):
+    def __init__(self, config: TrainConfig, zero_shot: dict | None = None, hooks: TrainingHooks | None = None):
         self.config = config
         self.zero_shot = zero_shot
+        self.hooks = hooks or TrainingHooks()
         self.device = resolve_device(config.device)
-        self.context = init_distributed(self.device)
-        if self.context.enabled and self.device.type == "cuda":
-            self.device = torch.device("cuda", self.context.local_rank)
-            torch.cuda.set_device(self.device)
-        self.progress = (sys.stderr.isatty() if config.progress is None else config.progress) and self.context.is_main
+        self.rank, self.world_size = 0, 1
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # launched by torchrun
+            if not dist.is_initialized():
+                dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+            self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+            if self.device.type == "cuda":
+                self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+                torch.cuda.set_device(self.device)
+        self.is_main = self.rank == 0
+        self.progress = (sys.stderr.isatty() if config.progress is None else config.progress) and self.is_main
         self.output_dir = Path(config.output_dir) if config.output_dir else None
         seed_everything(config.seed)
 
-        checkpoint = config.checkpoint
-        if checkpoint is None:
-            from .toy import ensure_toy_model  # the embedded default, shipped with the package
-
-            checkpoint = ensure_toy_model()
-        self.model, preprocess, tokenizer = load_longclip(checkpoint, device=self.device)
+        self.model, preprocess, tokenizer = load_longclip(config.checkpoint, device=self.device)
         self.model.train()
         keep_first_positions_frozen(self.model)
         if config.logit_scale is not None:
@@ -280,39 +304,37 @@ class _Run:
         train_pairs = load_pairs(config.dataset, config.data_root, config.train_split)
         subset = training_subset(len(train_pairs), config.train_fraction, config.seed).tolist()
         self.train_set = PairDataset([train_pairs[i] for i in subset], preprocess, tokenizer, config.skip_bad_images)
-        self.framework = build_framework(
-            config.framework, self.train_set.pairs, preprocess, tokenizer, config.dataset, config.segment_file
-        )
-        if self.framework.has_auxiliary_loss and self.context.enabled:
-            raise ValueError(f"framework {config.framework!r} is not supported with several processes: train on one")
-        self.model = self.framework.prepare_model(self.model)
-        augmentation = CaptionAugmentation(config.caption_augmentation, tokenizer, config.seed)
-        self.train_view = self.train_set
-        if self.framework.needs_extras or augmentation.name != "none":
-            self.train_view = TrainingView(self.train_set, self.framework, augmentation)
+        if self.hooks.has_auxiliary_loss and (self.world_size > 1 or config.accumulation != "naive"):
+            raise ValueError("a framework with auxiliary terms trains in one process with accumulation='naive'")
+        self.model, self.train_items = self.hooks.prepare(self.model, self.train_set)
         eval_pairs = load_pairs(
             config.eval_dataset or config.dataset,
             config.eval_data_root or (config.data_root if config.eval_dataset is None else None),
             config.eval_split,
         )
         self.eval_set = PairDataset(eval_pairs, preprocess, tokenizer, config.skip_bad_images)
-        self.global_batch_size = config.effective_batch_size * self.context.world_size
+        self.global_batch_size = config.effective_batch_size * self.world_size
         if len(self.train_set) < self.global_batch_size:
             raise ValueError(
                 f"{len(self.train_set)} training pairs are fewer than one effective batch "
                 f"({self.global_batch_size}); lower micro_batch_size/accumulation_steps or raise train_fraction"
             )
 
-        self.objective = Objective(config.objective, config.gamma, config.token_weight)
+        self.loss = HNClipTokenLoss(config.gamma, config.token_weight)
         self.frozen_caption_features = None
-        if config.margin_source == "frozen" and self.objective.uses_boost:
+        if config.margin_source == "frozen" and config.gamma:
             # The frozen encoder never changes, so its caption features are computed once.
             _, self.frozen_caption_features = encode_dataset(
                 self.model, self.train_set, config.eval_batch_size, self.device, progress=self.progress
             )
             self.frozen_caption_features = self.frozen_caption_features.to(self.device)
 
-        self.optimizer = torch.optim.AdamW(self.framework.param_groups(self.model, config.weight_decay), lr=config.lr)
+        # DDP synchronises gradients once per optimizer step (see train_epoch); it needs a forward to wrap.
+        self.encoder = BatchEncoder(self.model)
+        if self.world_size > 1:
+            device_ids = [self.device] if self.device.type == "cuda" else None
+            self.encoder = DistributedDataParallel(self.encoder, device_ids=device_ids)
+        self.optimizer = torch.optim.AdamW(self.hooks.param_groups(self.model, config.weight_decay), lr=config.lr)
         self.steps_per_epoch = len(self.train_set) // self.global_batch_size
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, cosine_with_warmup(config.warmup_steps, self.steps_per_epoch * config.epochs)
@@ -324,7 +346,7 @@ class _Run:
         if config.monitor_every:
             from .diagnostics import GradientMonitor
 
-            if self.context.enabled:
+            if self.world_size > 1:
                 raise ValueError("monitor_every is not supported with several processes: measure on one")
             self.monitor = GradientMonitor(every=config.monitor_every, gamma=config.gamma)
 
@@ -336,9 +358,9 @@ class _Run:
 
     def local_indices(self, batch: torch.Tensor) -> torch.Tensor:
         """This process's shard of each global micro-batch of ``batch`` (all of it in a single process)."""
-        if not self.context.enabled:
+        size, rank, world = self.config.micro_batch_size, self.rank, self.world_size
+        if world == 1:
             return batch
-        size, rank, world = self.config.micro_batch_size, self.context.rank, self.context.world_size
         return torch.cat([batch[start + rank * size : start + (rank + 1) * size]
                           for start in range(0, len(batch), size * world)])
 
@@ -355,11 +377,15 @@ class _Run:
             for i in range(0, len(indices), size)
         ]
 
-    def framework_losses(self, micro_batches: list[MicroBatch]):
-        """One loss per micro-batch from a framework with auxiliary terms (naive accumulation)."""
+    def step_losses(self, micro_batches: list[MicroBatch]):
+        """One loss per micro-batch of this optimizer step, each computed when drawn."""
+        if not self.hooks.has_auxiliary_loss:
+            yield from accumulated_losses(self.encoder, self.model.logit_scale, micro_batches, self.loss,
+                                          self.config.accumulation, self.margin_features)
+            return
         for micro in micro_batches:
-            loss = self.framework.loss(
-                self.model, micro, self.objective, self.model.logit_scale.exp(), self.margin_features(micro.indices)
+            loss = self.hooks.loss(
+                self.model, micro, self.loss, self.model.logit_scale.exp(), self.margin_features(micro.indices)
             )
             yield loss / len(micro_batches)
 
@@ -372,11 +398,11 @@ class _Run:
             self.model, self.eval_set, self.config.eval_batch_size, self.device,
             num_workers=self.config.num_workers, progress=self.progress,
         )
-        geometry = caption_similarity_stats(texts, max_pairwise_values=0)
+        geometry = caption_geometry(texts)
         return {
             **recall_row(recall_at_k(images, texts, self.config.eval_ks)),
-            "caption_mean_similarity": geometry.mean_pairwise,
-            "caption_hardest_similarity": geometry.mean_hardest,
+            "caption_mean_similarity": geometry["mean_pairwise"],
+            "caption_hardest_similarity": geometry["mean_hardest"],
         }
 
     # ------------------------------------------------------------------ state
@@ -384,7 +410,7 @@ class _Run:
         return None if self.output_dir is None else self.output_dir / STATE_FILE
 
     def save_state(self, epoch: int) -> None:
-        if self.output_dir is None or not self.config.save_state or not self.context.is_main:
+        if self.output_dir is None or not self.config.save_state or not self.is_main:
             return
         state = {
             "epoch": epoch,
@@ -425,40 +451,35 @@ class _Run:
         losses = []
         batches = [self.local_indices(b) for b in
                    epoch_batches(len(self.train_set), self.global_batch_size, config.seed, epoch)]
-        if isinstance(self.train_view, TrainingView):
-            self.train_view.epoch = epoch
+        self.hooks.start_epoch(epoch)
         loader = torch.utils.data.DataLoader(
-            self.train_view, batch_sampler=[b.tolist() for b in batches], num_workers=config.num_workers
+            self.train_items, batch_sampler=[b.tolist() for b in batches], num_workers=config.num_workers
         )
         bar = tqdm(zip(batches, loader, strict=True), total=len(batches), desc=f"epoch {epoch}/{config.epochs}",
                    disable=not self.progress, leave=False)
         for batch_indices, (images, tokens, *extras) in bar:
             step = (epoch - 1) * self.steps_per_epoch + len(losses)
             micro_batches = self.micro_batches(images, tokens, batch_indices, extras[0] if extras else None)
-            self.framework.start_step(epoch, step, self.steps_per_epoch)
+            self.hooks.start_step(epoch, step, self.steps_per_epoch)
             if self.monitor is not None and self.monitor.due(step):
                 self.monitor.measure(self.model, micro_batches, step, epoch, config.accumulation, self.margin_features)
             self.optimizer.zero_grad(set_to_none=True)
             total = 0.0
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-                if self.framework.has_auxiliary_loss:
-                    stream = self.framework_losses(micro_batches)
-                else:
-                    stream = accumulated_losses(
-                        self.model, micro_batches, self.objective, config.accumulation, self.margin_features,
-                        self.context,
-                    )
-                for loss in stream:
+            stream = self.step_losses(micro_batches)
+            for i in range(len(micro_batches)):
+                # Gradients are all-reduced once, in the backward of the step's last micro-batch.
+                last = i == len(micro_batches) - 1
+                with self._sync(last), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+                    loss = next(stream)
                     if not torch.isfinite(loss):
                         raise TrainingDiverged(
                             f"loss is {loss.item()} at epoch {epoch}, optimizer step {step}; "
                             f"the last good state is {self.state_path() or 'not saved (no output_dir)'}"
                         )
                     loss.backward()
-                    total += loss.item()
-            average_gradients(self.model, self.context)
+                total += loss.item()
             self.optimizer.step()
-            self.framework.after_optimizer_step(self.model)
+            self.hooks.after_optimizer_step(self.model)
             self.scheduler.step()
             losses.append(total if config.accumulation == "naive" else total / len(micro_batches))
             bar.set_postfix(loss=f"{losses[-1]:.4g}")
@@ -468,11 +489,17 @@ class _Run:
             "logit_scale": self.model.logit_scale.exp().item(),
         }
 
+    def _sync(self, last: bool):
+        """``no_sync`` for every micro-step but the last of an optimizer step under DDP."""
+        if isinstance(self.encoder, DistributedDataParallel) and not last:
+            return self.encoder.no_sync()
+        return contextlib.nullcontext()
+
     def write_results(self) -> dict:
         results = summarise(self.history, self.config)
         if self.monitor is not None:
             results["diagnostics"] = self.monitor.summary()
-        if self.output_dir is not None and self.context.is_main:
+        if self.output_dir is not None and self.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             (self.output_dir / "history.json").write_text(json.dumps(results, indent=2))
             write_history_csv(self.history, self.output_dir / "history.csv")
@@ -520,17 +547,17 @@ def write_history_csv(history: list[dict], path: Path) -> None:
         writer.writerows(history)
 
 
-def train(config: TrainConfig | None = None, *, zero_shot: dict | None = None, **overrides) -> dict:
+def train(config: TrainConfig | None = None, *, zero_shot: dict | None = None, hooks: TrainingHooks | None = None,
+          **overrides) -> dict:
     """Fine-tune and evaluate; returns ``{"config", "zero_shot", "best", "last", "history"[, "diagnostics"]}``.
 
-    ``train(objective="clip", epochs=3)`` is shorthand for ``train(TrainConfig(objective="clip", epochs=3))``.
-    ``zero_shot`` is the epoch-0 evaluation when it is already known (the same initial model on the same
-    evaluation split, see :meth:`hnclip_core.experiment.Experiment.run`); it is then not computed again, which
-    changes nothing else of the run (all of its randomness comes from seeded generators).
+    ``train(checkpoint=path, gamma=0, token_weight=0)`` is shorthand for ``train(TrainConfig(...))`` (here
+    InfoNCE). ``zero_shot`` is the epoch-0 evaluation when it is already known (the same initial model on the
+    same evaluation split); it is then not computed again, which changes nothing else of the run (all of its
+    randomness comes from seeded generators). ``hooks`` is a fine-tuning framework (:class:`TrainingHooks`).
     """
     if config is None:
         config = TrainConfig.from_dict(overrides)
     elif overrides:
         config = TrainConfig.from_dict({**asdict(config), **overrides})
-    return _Run(config, zero_shot).run()
-
+    return _Run(config, zero_shot, hooks).run()

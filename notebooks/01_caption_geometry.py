@@ -47,8 +47,8 @@ interactive = True  # progress bars and widgets; papermill batch runs pass False
 #papermill_description=setup
 from IPython.display import HTML, Markdown, display
 
-from hnclip_core.experiment import Experiment
-from hnclip_core.geometry import (
+from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication.geometry import (
     batch_caption_matrix,
     caption_similarity_stats,
     encode_captions,
@@ -56,16 +56,16 @@ from hnclip_core.geometry import (
     near_duplicate_pairs,
     off_diagonal_mean,
 )
-from hnclip_core.paper import CAPTION_GEOMETRY, IN_BATCH_AT_LEAST_0_8
-from hnclip_core.plots import show
-from hnclip_core.plots.geometry import (
+from hnclip_core.replication.paper import CAPTION_GEOMETRY, IN_BATCH_AT_LEAST_0_8
+from hnclip_core.replication.plots import show
+from hnclip_core.replication.plots.geometry import (
     near_twin_html,
     plot_batch_matrix,
     plot_caption_similarity,
     plot_hardness_buckets,
     plot_near_twins,
 )
-from hnclip_core.report import geometry_table
+from hnclip_core.replication.report import geometry_table
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, device=device, seed=seed,
@@ -185,7 +185,7 @@ print(exp.save_json("geometry", summary).name)
 # 2. **Twins and strangers** (synthetic benchmark). Each family is a base scene and members that differ from
 #    it in one detail; `synthetic_metadata.jsonlines`, beside the benchmark's `images/` folder, records each
 #    pair's `family_id` and `changed_detail` (the image file's name is the `example_id`). Print a base caption
-#    and one of its members side by side (`hnclip_core.geometry.differing_phrases` shows where they differ) and
+#    and one of its members side by side (`hnclip_core.replication.geometry.differing_phrases` shows where they differ) and
 #    predict their Ḡ before reading it off `features`. Then, over the whole split: the mean Ḡ within families
 #    and across families, and the share of captions whose hardest companion (`geometry.hardest_negative_index`)
 #    is a family member. Which negatives will γḠ boost the most?

@@ -68,18 +68,18 @@ from IPython.display import Markdown, display
 
 from hnclip_core.data import PairDataset
 from hnclip_core.evaluate import encode_dataset
-from hnclip_core.experiment import Experiment
+from hnclip_core.replication.experiment import Experiment
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, clip_loss, hn_clip_loss
-from hnclip_core.paper import SATURATION
-from hnclip_core.plots import show
-from hnclip_core.plots.saturation import (
+from hnclip_core.replication.paper import SATURATION
+from hnclip_core.replication.plots import show
+from hnclip_core.replication.plots.saturation import (
     boost_explorer_widget,
     plot_boost_posteriors,
     plot_fp32_saturation,
     plot_gradient_dynamics,
 )
-from hnclip_core.report import diagnostics_table, thresholds_table
-from hnclip_core.saturation import boost_reweighting, hardness_concentration, margin_sweep, saturation_thresholds
+from hnclip_core.replication.report import diagnostics_table, thresholds_table
+from hnclip_core.replication.saturation import boost_reweighting, hardness_concentration, margin_sweep, saturation_thresholds
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, device=device, seed=seed, lr=lr,

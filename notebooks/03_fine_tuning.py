@@ -53,11 +53,11 @@ interactive = True  # progress bars; papermill batch runs pass False
 from IPython.display import Markdown, display
 
 from hnclip_core.evaluate import encode_dataset, retrieval_examples
-from hnclip_core.experiment import Experiment
-from hnclip_core.paper import DOCCI_RECALL, paper_mean_r1
-from hnclip_core.plots import show
-from hnclip_core.plots.training import plot_convergence, plot_retrievals, plot_training_losses
-from hnclip_core.report import recall_table
+from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication.paper import DOCCI_RECALL, paper_mean_r1
+from hnclip_core.replication.plots import show
+from hnclip_core.replication.plots.training import plot_convergence, plot_retrievals, plot_training_losses
+from hnclip_core.replication.report import recall_table
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, eval_dataset=eval_dataset,

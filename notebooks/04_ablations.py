@@ -63,17 +63,17 @@ interactive = True  # progress bars; papermill batch runs pass False
 #papermill_description=setup
 from IPython.display import Markdown, display
 
-from hnclip_core import ablations as studies
-from hnclip_core.experiment import Experiment
-from hnclip_core.plots import show
-from hnclip_core.plots.ablations import (
+from hnclip_core.replication import ablations as studies
+from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication.plots import show
+from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,
     plot_sample_efficiency,
     plot_seed_convergence,
     plot_temperature_grid,
 )
-from hnclip_core.plots.training import plot_convergence, plot_metric_sweep
-from hnclip_core.report import recall_table
+from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep
+from hnclip_core.replication.report import recall_table
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, eval_dataset=eval_dataset,

@@ -30,20 +30,20 @@ from pathlib import Path
 
 from IPython.display import Markdown, display
 
-from hnclip_core import ablations as studies
-from hnclip_core.experiment import Experiment
-from hnclip_core.paper import CAPTION_GEOMETRY, DOCCI_RECALL, SATURATION
-from hnclip_core.plots import show
-from hnclip_core.plots.ablations import (
+from hnclip_core.replication import ablations as studies
+from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication.paper import CAPTION_GEOMETRY, DOCCI_RECALL, SATURATION
+from hnclip_core.replication.plots import show
+from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,
     plot_plug_and_play,
     plot_sample_efficiency,
     plot_seed_convergence,
     plot_temperature_grid,
 )
-from hnclip_core.plots.training import plot_convergence, plot_metric_sweep
-from hnclip_core.report import checks_table, diagnostics_table, geometry_table, recall_table
-from hnclip_core.scorecard import (
+from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep
+from hnclip_core.replication.report import checks_table, diagnostics_table, geometry_table, recall_table
+from hnclip_core.replication.scorecard import (
     PAPER_THROUGHPUT,
     build_scorecard,
     measurements_from_outputs,
@@ -232,7 +232,7 @@ display(Markdown(studies.throughput_table(throughput, PAPER_THROUGHPUT)))
 
 # %% [markdown]
 # ## 7. The scorecard: every claim of the paper, checked
-# `hnclip_core.scorecard` holds the paper's tables as data (`results/paper/`, transcribed from arXiv
+# `hnclip_core.replication.scorecard` holds the paper's tables as data (`results/paper/`, transcribed from arXiv
 # 2608.18521v1) and, for each of its qualitative claims, a fixed test on our measurements (the last epoch
 # of every run; thresholds stated in `scorecard.claims_table()`). The ablation claims are judged on the full
 # grids of section 6 (the efficiency claim on the throughput benchmark of 6h); the others on this tutorial run

@@ -63,11 +63,11 @@ interactive = True  # progress bars; papermill batch runs pass False
 #papermill_description=setup
 from IPython.display import Markdown, display
 
-from hnclip_core.experiment import Experiment
-from hnclip_core.plots import show
-from hnclip_core.plots.ablations import plot_margin_annealing
-from hnclip_core.plots.training import plot_convergence
-from hnclip_core.report import recall_table
+from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication.plots import show
+from hnclip_core.replication.plots.ablations import plot_margin_annealing
+from hnclip_core.replication.plots.training import plot_convergence
+from hnclip_core.replication.report import recall_table
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, eval_dataset=eval_dataset,

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD
-from hnclip_core.plots import METHOD_COLOURS
+from hnclip_core.replication.plots import METHOD_COLOURS
 
 __all__ = ["TWIN", "strong_init_batch", "twin_margin", "batch_summary", "plot_batch_matrices", "plot_twin_dynamics",
            "plot_real_batches"]

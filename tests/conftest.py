@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from hnclip_core.data.synthetic import SyntheticConfig, write_synthetic_benchmark
+from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 from hnclip_core.longclip import LONG_CONTEXT, ClipArchitecture, build_clip, save_longclip
 
 TINY_ARCH = ClipArchitecture(

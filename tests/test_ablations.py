@@ -8,8 +8,8 @@ import sys
 import pytest
 from matplotlib.figure import Figure
 
-from hnclip_core import ablations
-from hnclip_core.ablations import (
+from hnclip_core.replication import ablations
+from hnclip_core.replication.ablations import (
     GRID_DIR,
     REPOSITORY,
     STUDIES,
@@ -26,15 +26,15 @@ from hnclip_core.ablations import (
     transfer_table,
     write_results,
 )
-from hnclip_core.batch import load_spec, run_grid
-from hnclip_core.plots.ablations import (
+from hnclip_core.replication.batch import load_spec, run_grid
+from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,
     plot_plug_and_play,
     plot_sample_efficiency,
     plot_seed_convergence,
     plot_temperature_grid,
 )
-from hnclip_core.scorecard import build_scorecard, measurements_from_outputs
+from hnclip_core.replication.scorecard import build_scorecard, measurements_from_outputs
 
 
 def test_every_study_has_a_grid_file_that_the_runner_accepts():

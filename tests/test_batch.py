@@ -9,7 +9,7 @@ import nbformat
 import pytest
 import yaml
 
-from hnclip_core import batch
+from hnclip_core.replication import batch
 
 PARAMETERS = 'output_dir = None\ninteractive = True\nx = 1\nlabel = "a"\nrate = 0.5\nextra = None\n'
 BODY = """\

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hnclip_core.calibration import evaluate_checks
+from hnclip_core.replication.calibration import evaluate_checks
 
 
 def run(seed, solved_clip=(0.8, 1.0), solved_hn=(0.5, 0.7), ratio=500.0, similarity=0.7, hn_r1=60, clip_r1=55,

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hnclip_core.__main__ import build_parser, main
+from hnclip_core.replication.cli import build_parser, main
 
 
 def test_every_config_field_is_an_option_with_help():

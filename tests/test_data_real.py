@@ -343,9 +343,9 @@ def test_load_pairs_synthetic_reads_the_generated_benchmark_as_docci(docci_root:
         calls.append(root)
         return docci_root
 
-    fake = types.ModuleType("hnclip_core.data.synthetic")
+    fake = types.ModuleType("hnclip_core.toy.synthetic")
     fake.ensure_synthetic_benchmark = fake_ensure_synthetic_benchmark
-    monkeypatch.setitem(sys.modules, "hnclip_core.data.synthetic", fake)
+    monkeypatch.setitem(sys.modules, "hnclip_core.toy.synthetic", fake)
 
     assert captions(load_pairs("synthetic", None, "train")) == ["a red train", "a second train image"]
     assert len(load_pairs("synthetic", "some/cache", "test")) == 3

@@ -1,7 +1,8 @@
 """Two CPU processes (gloo) compute exactly what one process computes on the same global batch.
 
 Checked: the trainer's objectives through :func:`accumulated_losses` with gathered features (naive and cached
-accumulation, live and frozen Ḡ) after :func:`average_gradients`; ``HNClipLoss``'s own distributed path
+accumulation, live and frozen Ḡ) under ``DistributedDataParallel`` with ``no_sync`` on all but the last
+micro-batch, as the trainer steps; ``HNClipLoss``'s own distributed path
 (open_clip's ``local_loss`` and ``gather_with_grad`` options); and ``torchrun -m hnclip_core train`` end to end.
 """
 
@@ -9,23 +10,28 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
 
-from hnclip_core.distributed import DistributedContext, average_gradients
+from hnclip_core.accumulation import MicroBatch, accumulated_losses
+from hnclip_core.features import BatchEncoder, encode_batch
 from hnclip_core.longclip import build_clip
-from hnclip_core.losses import HNClipLoss
-from hnclip_core.objective import MicroBatch, Objective, accumulated_losses
+from hnclip_core.losses import HNClipLoss, HNClipTokenLoss
 from tests.conftest import TINY_ARCH
 
 WORLD = 2
 MICRO = 3  # pairs per process and micro-batch
 STEPS = 2  # accumulated micro-batches
 CASES = [("hn+tok", "naive", False), ("hn+tok", "cached", False), ("hn", "naive", True), ("clip", "cached", False)]
+#: Table 3b's objectives as (γ, λ)
+OBJECTIVES = {"clip": (0.0, 0.0), "hn": (0.5, 0.0), "hn+tok": (0.5, 1.0)}
 
 
 def global_batch():
@@ -61,29 +67,32 @@ def micro_batches(images, tokens, rank=None):
     return parts
 
 
-def losses_and_grads(net, parts, objective, accumulation, frozen, context=None):
+def losses_and_grads(net, parts, objective, accumulation, frozen, distributed=False):
     net.zero_grad(set_to_none=True)
     margin = (lambda idx: frozen[idx]) if frozen is not None else None
+    encode = DistributedDataParallel(BatchEncoder(net)) if distributed else partial(encode_batch, net)
+    stream = accumulated_losses(encode, net.logit_scale, parts, HNClipTokenLoss(*OBJECTIVES[objective]),
+                                accumulation, margin)
     values = []
-    for loss in accumulated_losses(net, parts, objective, accumulation, margin, context):
-        loss.backward()
+    for i in range(len(parts)):
+        last = i == len(parts) - 1
+        with encode.no_sync() if distributed and not last else nullcontext():
+            loss = next(stream)
+            loss.backward()
         values.append(loss.item())
-    if context is not None:
-        average_gradients(net, context)
     return values, {name: p.grad.clone() for name, p in net.named_parameters() if p.grad is not None}
 
 
 def worker(rank, out_dir):
     dist.init_process_group("gloo", init_method=f"file://{out_dir}/rendezvous", rank=rank, world_size=WORLD)
     torch.set_num_threads(1)
-    context = DistributedContext(rank, WORLD)
     images, tokens, frozen = global_batch()
     results = {}
     for name, accumulation, use_frozen in CASES:
         net = model()
         results[(name, accumulation, use_frozen)] = losses_and_grads(
-            net, micro_batches(images, tokens, rank), Objective(name), accumulation,
-            frozen if use_frozen else None, context)
+            net, micro_batches(images, tokens, rank), name, accumulation, frozen if use_frozen else None,
+            distributed=True)
     # HNClipLoss as a drop-in ClipLoss: features of this process's shard, leaf tensors.
     features = loss_features()
     for local_loss in (False, True):
@@ -109,7 +118,7 @@ def test_two_processes_give_the_single_process_loss_and_gradient(distributed_res
     name, accumulation, use_frozen = case
     images, tokens, frozen = global_batch()
     single_losses, single_grads = losses_and_grads(
-        model(), micro_batches(images, tokens), Objective(name), accumulation, frozen if use_frozen else None)
+        model(), micro_batches(images, tokens), name, accumulation, frozen if use_frozen else None)
     for rank_results in distributed_results:
         losses, grads = rank_results[case]
         assert losses == pytest.approx(single_losses, rel=1e-5)
@@ -141,7 +150,7 @@ def test_hnclip_loss_distributed_path_matches_one_process(distributed_results, l
 def test_torchrun_training_equals_one_process_with_the_global_micro_batch(tiny_checkpoint, tiny_benchmark, tmp_path):
     common = ["--checkpoint", str(tiny_checkpoint), "--dataset", "synthetic", "--data-root", str(tiny_benchmark),
               "--epochs", "1", "--accumulation-steps", "2", "--lr", "1e-3", "--warmup-steps", "1",
-              "--eval-ks", "1", "5", "--objective", "hn+tok", "--device", "cpu", "--no-progress"]
+              "--eval-ks", "1", "5", "--device", "cpu", "--no-progress"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     launched = subprocess.run([*launcher, "-m", "hnclip_core", "train", *common, "--micro-batch-size", "4",

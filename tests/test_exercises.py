@@ -12,12 +12,12 @@ import torch
 import torch.nn.functional as F
 
 from hnclip_core.data.docci import load_docci_pairs
-from hnclip_core.data.synthetic import EDIT_KINDS
+from hnclip_core.toy.synthetic import EDIT_KINDS
 from hnclip_core.evaluate import rank_changes, ranks_of_ground_truth, recall_at_k
-from hnclip_core.geometry import caption_similarity_stats, encode_captions
+from hnclip_core.replication.geometry import caption_similarity_stats, encode_captions
 from hnclip_core.longclip import load_longclip
 from hnclip_core.losses import caption_margin, clip_loss, hn_clip_loss
-from hnclip_core.saturation import saturation_thresholds
+from hnclip_core.replication.saturation import saturation_thresholds
 from hnclip_core.train import cosine_with_warmup, epoch_batches, training_subset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))

@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from hnclip_core import experiment as experiment_module
-from hnclip_core.experiment import Experiment, run_directory
+from hnclip_core.replication import experiment as experiment_module
+from hnclip_core.replication.experiment import Experiment, run_directory
 from hnclip_core.toy import TOY_FINETUNE
 from hnclip_core.train import TrainConfig
 

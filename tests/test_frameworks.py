@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 
 from hnclip_core.data import load_pairs
-from hnclip_core.data.segments import SegmentFileError, read_goal_segments
-from hnclip_core.data.synthetic import METADATA_FILE, SyntheticConfig, write_synthetic_benchmark
-from hnclip_core.experiment import Experiment, _config_identity, run_directory
+from hnclip_core.frameworks.segments import SegmentFileError, read_goal_segments
+from hnclip_core.toy.synthetic import METADATA_FILE, SyntheticConfig, write_synthetic_benchmark
+from hnclip_core.replication.experiment import Experiment, _config_identity, run_directory
 from hnclip_core.frameworks import FRAMEWORKS
 from hnclip_core.frameworks.finelip import cross_modal_scores, hinge_loss
 from hnclip_core.frameworks.goal import box_patch_mask, goal_total, masked_mean, region_alignment_loss

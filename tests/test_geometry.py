@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hnclip_core.geometry import (
+from hnclip_core.replication.geometry import (
     batch_caption_matrix,
     caption_similarity_stats,
     content_words,

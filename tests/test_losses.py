@@ -10,9 +10,8 @@ from open_clip.loss import ClipLoss
 
 from hnclip_core.losses import (
     HNClipLoss,
+    HNClipTokenLoss,
     caption_margin,
-    clip_loss,
-    hn_clip_loss,
     token_loss,
     token_similarity,
     valid_text_token_mask,
@@ -31,23 +30,38 @@ def batch():
     return images, texts
 
 
+def hn_clip_loss(images, texts, scale, gamma):
+    return HNClipLoss(gamma=gamma)(images, texts, scale)
+
+
+def clip_loss(images, texts, scale):
+    return ClipLoss()(images, texts, scale)
+
+
 def test_gamma_zero_equals_open_clip_clip_loss(batch):
     images, texts = batch
     scale = torch.tensor(100.0)
-    reference = ClipLoss()(images, texts, scale)
-    assert torch.equal(hn_clip_loss(images, texts, scale, gamma=0.0), reference)
-    assert torch.equal(clip_loss(images, texts, scale), reference)
-    assert torch.equal(HNClipLoss(gamma=0.0)(images, texts, scale), reference)
-
-
-def test_module_equals_function(batch):
-    images, texts = batch
-    for gamma in (0.25, 0.5, 1.0):
-        assert torch.allclose(
-            HNClipLoss(gamma=gamma)(images, texts, 50.0), hn_clip_loss(images, texts, 50.0, gamma=gamma), atol=1e-6
-        )
+    assert torch.equal(HNClipLoss(gamma=0.0)(images, texts, scale), ClipLoss()(images, texts, scale))
     out = HNClipLoss(gamma=0.5)(images, texts, 50.0, output_dict=True)
     assert set(out) == {"contrastive_loss"}
+
+
+def test_token_loss_module_adds_lambda_times_the_token_term(batch):
+    images, texts = batch
+    g = torch.Generator().manual_seed(4)
+    image_tokens, text_tokens = torch.randn(8, 5, 16, generator=g), torch.randn(8, 6, 16, generator=g)
+    ids = torch.randint(1, 100, (8, 6), generator=g)
+    ids[:, 0], ids[::2, 4:] = 49406, 0
+    mask = valid_text_token_mask(ids)
+    loss = HNClipTokenLoss(gamma=0.5, token_weight=0.3)
+    terms = loss(images, texts, 20.0, output_dict=True, image_tokens=image_tokens, text_tokens=text_tokens,
+                 text_ids=ids)
+    assert torch.allclose(terms["contrastive_loss"], HNClipLoss(gamma=0.5)(images, texts, 20.0))
+    assert torch.allclose(terms["token_loss"], 0.3 * token_loss(image_tokens, text_tokens, mask, 20.0))
+    total = loss(images, texts, 20.0, image_tokens=image_tokens, text_tokens=text_tokens, text_ids=ids)
+    assert torch.allclose(total, terms["contrastive_loss"] + terms["token_loss"])
+    # λ = 0 needs no token tensors at all: L_HN alone (and γ = 0 with it: InfoNCE)
+    assert torch.equal(HNClipTokenLoss(0.0, 0.0)(images, texts, 20.0), ClipLoss()(images, texts, 20.0))
 
 
 def test_boosted_logits_by_hand(batch):
@@ -96,19 +110,16 @@ def test_no_gradient_flows_through_caption_similarity(batch):
     assert not torch.allclose(t1.grad, t3.grad, atol=1e-5)
 
 
-def test_text_sim_override_is_detached_and_masked(batch):
+def test_frozen_margin_features_are_detached_and_masked(batch):
     images, texts = batch
-    frozen = unit(texts + 0.1)
-    sim = (frozen @ frozen.t()).requires_grad_(True)
+    frozen = unit(texts + 0.1).requires_grad_(True)
     images = images.clone().requires_grad_(True)
-    loss = hn_clip_loss(images, texts, 20.0, gamma=0.5, text_sim=sim)
+    loss = HNClipLoss(gamma=0.5)(images, texts, 20.0, margin_text_features=frozen)
     loss.backward()
-    assert sim.grad is None
-    manual = 20.0 * (images @ texts.t() + 0.5 * (frozen @ frozen.t()) * (1 - torch.eye(8)))
+    assert frozen.grad is None
+    manual = 20.0 * (images @ texts.t() + 0.5 * (frozen @ frozen.t()).detach() * (1 - torch.eye(8)))
     expected = 0.5 * (F.cross_entropy(manual, torch.arange(8)) + F.cross_entropy(manual.t(), torch.arange(8)))
     assert torch.allclose(loss, expected, atol=1e-6)
-    module_loss = HNClipLoss(gamma=0.5)(images, texts, 20.0, margin_text_features=frozen)
-    assert torch.allclose(module_loss, expected, atol=1e-6)
 
 
 def test_logit_scale_receives_gradient_of_boosted_logits(batch):

@@ -7,18 +7,18 @@ from PIL import Image
 
 from hnclip_core.data.pairs import ImageCaptionPair
 from hnclip_core.evaluate import rank_changes, retrieval_examples, top_k_images
-from hnclip_core.geometry import caption_similarity_stats, differing_phrases, in_batch_hardness, near_duplicate_pairs
-from hnclip_core.paper import CAPTION_GEOMETRY, DOCCI_RECALL, paper_mean_r1
-from hnclip_core.plots import save_figure
-from hnclip_core.plots.geometry import (
+from hnclip_core.replication.geometry import caption_similarity_stats, differing_phrases, in_batch_hardness, near_duplicate_pairs
+from hnclip_core.replication.paper import CAPTION_GEOMETRY, DOCCI_RECALL, paper_mean_r1
+from hnclip_core.replication.plots import save_figure
+from hnclip_core.replication.plots.geometry import (
     near_twin_html,
     plot_batch_matrix,
     plot_caption_similarity,
     plot_hardness_buckets,
     plot_near_twins,
 )
-from hnclip_core.plots.training import plot_convergence, plot_metric_sweep, plot_retrievals, plot_training_losses
-from hnclip_core.report import checks_table, geometry_table, recall_table
+from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep, plot_retrievals, plot_training_losses
+from hnclip_core.replication.report import checks_table, geometry_table, recall_table
 
 
 def metrics_row(epoch, value):
@@ -112,8 +112,8 @@ def test_every_chapter_figure_draws_and_saves(tmp_path, pairs):
 
 
 def test_thresholds_and_diagnostics_tables():
-    from hnclip_core.paper import SATURATION
-    from hnclip_core.report import diagnostics_table, thresholds_table
+    from hnclip_core.replication.paper import SATURATION
+    from hnclip_core.replication.report import diagnostics_table, thresholds_table
 
     events = ("solved", "loss_zero", "negative_grad_zero")
     threshold = {"dtype": "float32", **{f"{e}_margin": 0.1 * (k + 1) for k, e in enumerate(events)},

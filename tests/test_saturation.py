@@ -17,13 +17,13 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from hnclip_core.diagnostics import GradientMeasurement, GradientMonitor  # noqa: E402
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, caption_margin, clip_loss, hn_clip_loss  # noqa: E402
-from hnclip_core.plots.saturation import (  # noqa: E402
+from hnclip_core.replication.plots.saturation import (  # noqa: E402
     boost_explorer_figure,
     plot_boost_posteriors,
     plot_fp32_saturation,
     plot_gradient_dynamics,
 )
-from hnclip_core.saturation import (  # noqa: E402
+from hnclip_core.replication.saturation import (  # noqa: E402
     THRESHOLDS,
     boost_reweighting,
     hardness_concentration,
@@ -299,7 +299,7 @@ def test_plot_gradient_dynamics_from_dataclasses_and_csv(close_figures, tmp_path
 
 
 def test_boost_explorer_widget_draws_only_on_request():
-    from hnclip_core.plots.saturation import boost_explorer_widget
+    from hnclip_core.replication.plots.saturation import boost_explorer_widget
 
     torch.manual_seed(0)
     features = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from hnclip_core import paper
-from hnclip_core.scorecard import (
+from hnclip_core.replication import paper
+from hnclip_core.replication.scorecard import (
     CLAIMS,
     PAPER_DIR,
     STATUSES,
@@ -441,7 +441,7 @@ def test_full_ablation_grids_replace_the_tutorial_sections(tmp_path):
     assert status["gamma_beats_zero"] == "not reproduced"
     assert status["data_efficiency"] == status["temperature_plateau"] == "reproduced"
     (tmp_path / "other.json").write_text(json.dumps({"gamma": {}}))
-    with pytest.raises(ValueError, match="python -m hnclip_core.ablations"):
+    with pytest.raises(ValueError, match="python -m hnclip_core.replication.ablations"):
         measurements_from_outputs(None, ablations=tmp_path / "other.json")
 
 

@@ -1,4 +1,4 @@
-"""Tests of the synthetic near-duplicate benchmark (hnclip_core.data.synthetic) and the cache folder."""
+"""Tests of the synthetic near-duplicate benchmark (hnclip_core.toy.synthetic) and the cache folder."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hnclip_core.cache import cache_dir
-from hnclip_core.data import synthetic
+from hnclip_core.toy.cache import cache_dir
+from hnclip_core.toy import synthetic
 from hnclip_core.data.docci import load_docci_pairs
-from hnclip_core.data.synthetic import (
+from hnclip_core.toy.synthetic import (
     OBJECT_COLOURS,
     SyntheticConfig,
     caption_stats,

@@ -7,9 +7,9 @@ import json
 import pytest
 import torch
 
-import hnclip_core.pretrain as pretrain_module
+import hnclip_core.toy.pretrain as pretrain_module
 from hnclip_core.longclip import KEEP_POSITIONS, LONG_CONTEXT, load_longclip, stretch_positional_embedding
-from hnclip_core.pretrain import PretrainRecipe, pretrain
+from hnclip_core.toy.pretrain import PretrainRecipe, pretrain
 from hnclip_core.toy import TOY_ARCHITECTURE, TOY_RECIPE, ensure_toy_model, shipped_toy_path
 
 MICRO = PretrainRecipe(TOY_ARCHITECTURE, clip_steps=3, long_steps=3, batch_size=8, warmup_steps=1)
@@ -34,7 +34,7 @@ def test_a_corrupted_shipped_toy_is_refused(monkeypatch, tmp_path):
     fake = tmp_path / path.name
     fake.write_bytes(b"version https://git-lfs.github.com/spec/v1\n")
     fake.with_suffix(".json").write_text(path.with_suffix(".json").read_text())
-    monkeypatch.setattr("hnclip_core.toy.ASSETS", tmp_path)
+    monkeypatch.setattr("hnclip_core.toy.model.ASSETS", tmp_path)
     with pytest.raises(ValueError, match="SHA-256"):
         ensure_toy_model()
 
@@ -95,7 +95,7 @@ def test_every_step_draws_new_scenes_in_many_voices():
 
 def test_the_shipped_toy_measures_as_its_record_says():
     """The fp16 file reproduces the zero-shot regime its fp32 weights were probed at (up to a query or two)."""
-    from hnclip_core.regime import benchmark_tensors, zero_shot_regime
+    from hnclip_core.toy.regime import benchmark_tensors, zero_shot_regime
 
     path = ensure_toy_model()
     probe = json.loads(path.with_suffix(".json").read_text())["probes"][-1]

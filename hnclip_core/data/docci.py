@@ -19,7 +19,7 @@ Protocol implemented here:
 * Like the Hugging Face loading script (``google/docci`` ``docci.py``), a row is kept only if its
   ``split`` field is selected AND its ``example_id`` starts with that split name; rows failing the
   second check are skipped and counted in a warning. The synthetic benchmark
-  (:mod:`hnclip_core.data.synthetic`) names its rows ``train_00000`` / ``test_00000`` with the
+  (:mod:`hnclip_core.toy.synthetic`) names its rows ``train_00000`` / ``test_00000`` with the
   matching ``split``, so the double filter keeps all of its rows.
 * Every selected image must exist, otherwise :class:`DatasetLayoutError` names the missing file.
 """

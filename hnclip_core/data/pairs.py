@@ -87,6 +87,7 @@ class PairDataset(torch.utils.data.Dataset):
         if skip_unreadable:
             self.pairs = self._readable(self.pairs)
         self.preprocess = preprocess
+        self.tokenizer = tokenizer
         captions = [p.caption for p in self.pairs]
         self.tokens = tokenizer(captions) if captions else torch.zeros(0, tokenizer.context_length, dtype=torch.long)
         self.num_truncated = count_truncated(captions, tokenizer)

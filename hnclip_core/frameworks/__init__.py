@@ -23,7 +23,10 @@ the paper's recipes for them use no accumulation across micro-batches beyond tha
 
 from __future__ import annotations
 
+from functools import partial
+
 from .adapters import ADAPTER_LR, AdapterFramework
+from .augment import CaptionAugmentation
 from .base import Framework, TrainingView
 
 __all__ = ["FRAMEWORKS", "ADAPTER_LR", "Framework", "TrainingView", "build_framework"]
@@ -33,37 +36,38 @@ FRAMEWORKS = ("longclip", "lora", "dora", "goal", "structxlip", "finelip")
 SEGMENT_FRAMEWORKS = ("goal", "structxlip")
 
 
-def build_framework(name: str, train_pairs=None, preprocess=None, tokenizer=None, dataset: str = "synthetic",
-                    segment_file: str | None = None) -> Framework:
-    """The :class:`Framework` called ``name``, with the per-pair inputs it needs for ``train_pairs`` (a list of
-    :class:`~hnclip_core.data.pairs.ImageCaptionPair`, in training-set order; None when only the model is needed).
-
-    Segments come from ``segment_file`` (GOAL's JSON format) if given, else from the synthetic benchmark's
-    metadata for ``synthetic``/``synthetic-alt``; GOAL needs them, StructXLIP trains its local term only with them.
-    """
+def build_framework(name: str, dataset: str = "synthetic", segment_file: str | None = None,
+                    caption_augmentation: str = "none", seed: int = 0) -> Framework:
+    """The :class:`Framework` called ``name`` (the trainer's hooks: ``train(config, hooks=framework)``), with the
+    caption augmentation ``caption_augmentation`` (:mod:`.augment`, seeded by ``seed``). GOAL and StructXLIP read
+    segments of the training pairs from ``segment_file`` (GOAL's JSON format) if given, else from the synthetic
+    benchmark's metadata for ``synthetic``/``synthetic-alt``; GOAL needs them, StructXLIP trains its local term
+    only with them."""
     if name not in FRAMEWORKS:
         raise ValueError(f"unknown framework {name!r}; choose one of {FRAMEWORKS}")
+    augmentation = None
+    if caption_augmentation != "none":
+        augmentation = CaptionAugmentation(caption_augmentation, None, seed)  # the tokenizer comes with the data
     if name == "longclip":
-        return Framework()
+        return Framework(augmentation)
     if name in ("lora", "dora"):
-        return AdapterFramework(use_dora=name == "dora")
+        return AdapterFramework(use_dora=name == "dora", augmentation=augmentation)
     if name == "finelip":
         from .finelip import FineLIPFramework
 
-        return FineLIPFramework()
-    # Without training pairs (to rebuild a trained model for inference) no segments are read.
-    segments = None if train_pairs is None else _segments(name, train_pairs, dataset, segment_file)
+        return FineLIPFramework(augmentation)
+    read_segments = partial(_segments, name, dataset=dataset, segment_file=segment_file)
     if name == "goal":
         from .goal import GoalFramework
 
-        return GoalFramework(segments, preprocess, tokenizer)
+        return GoalFramework(read_segments, augmentation)
     from .structxlip import StructXLIPFramework
 
-    return StructXLIPFramework(segments, preprocess, tokenizer)
+    return StructXLIPFramework(read_segments, augmentation)
 
 
 def _segments(name: str, pairs, dataset: str, segment_file: str | None):
-    from ..data.segments import read_goal_segments, read_synthetic_segments, segments_for_pairs
+    from .segments import read_goal_segments, read_synthetic_segments, segments_for_pairs
 
     if segment_file is not None:
         return segments_for_pairs(pairs, read_goal_segments(segment_file), segment_file)
@@ -73,6 +77,6 @@ def _segments(name: str, pairs, dataset: str, segment_file: str | None):
     if name == "goal":
         raise ValueError(
             f"framework 'goal' on dataset {dataset!r} needs segment_file: a JSON file in GOAL's format "
-            "(see hnclip_core.data.segments)"
+            "(see hnclip_core.frameworks.segments)"
         )
     return None

@@ -60,7 +60,8 @@ def adapter_config(use_dora: bool) -> LoraConfig:
 class AdapterFramework(Framework):
     """``lora`` or ``dora``: the backbone frozen, peft adapters trained with the standard objective."""
 
-    def __init__(self, use_dora: bool):
+    def __init__(self, use_dora: bool, augmentation=None):
+        super().__init__(augmentation)
         self.use_dora = use_dora
         self.name = "dora" if use_dora else "lora"
 

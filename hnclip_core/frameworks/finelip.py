@@ -36,9 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..accumulation import MicroBatch, batch_loss
 from ..features import encode_batch
-from ..losses import valid_text_token_mask
-from ..objective import MicroBatch, Objective
+from ..losses import HNClipTokenLoss, valid_text_token_mask
 from .base import Framework
 
 __all__ = [
@@ -108,7 +108,8 @@ class FineLIPFramework(Framework):
     name = "finelip"
     has_auxiliary_loss = True
 
-    def __init__(self):
+    def __init__(self, augmentation=None):
+        super().__init__(augmentation)
         self.warmup = 1.0
 
     def prepare_model(self, model):
@@ -130,10 +131,10 @@ class FineLIPFramework(Framework):
     def start_step(self, epoch: int, step: int, steps_per_epoch: int) -> None:
         self.warmup = min(1.0, (step + 1) / max(1, steps_per_epoch))
 
-    def loss(self, model, micro: MicroBatch, objective: Objective, logit_scale: torch.Tensor,
+    def loss(self, model, micro: MicroBatch, loss_fn: HNClipTokenLoss, logit_scale: torch.Tensor,
              margin_text_features: torch.Tensor | None = None) -> torch.Tensor:
         encoded = encode_batch(model, micro.images, micro.token_ids, with_tokens=True)
-        global_term = objective(encoded, logit_scale, margin_text_features)
+        global_term = batch_loss(loss_fn, encoded, logit_scale, margin_text_features)
         head = getattr(model, HEAD_NAME)
         image_sets = torch.cat([encoded.image_features[:, None], head.image(encoded.image_tokens)], dim=1)
         text_mask = valid_text_token_mask(encoded.text_ids)

@@ -4,7 +4,7 @@ contrastive term is swapped; segment-level alignment terms are untouched").
 
 What GOAL's training code computes (PerceptualAI-Lab/GOAL, ``goal_loss_finetuning.py`` at commit 34f018e; read,
 not copied), per batch of B images, each with its best-matching segment (the crop with the highest
-``similarity_score``, :mod:`hnclip_core.data.segments`)::
+``similarity_score``, :mod:`hnclip_core.frameworks.segments`)::
 
     L = L_org + 0.5·L_seg + L_patch + L_text
 
@@ -31,16 +31,20 @@ out of L_text. GOAL adds 1e-8 before normalising; we do not.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
+from open_clip.loss import ClipLoss
 from PIL import Image
 
+from ..accumulation import MicroBatch, batch_loss
 from ..data.pairs import ImageCaptionPair
-from ..data.segments import Segment
 from ..features import EncodedBatch, encode_images_with_hidden, text_hidden_states
-from ..losses import clip_loss
-from ..objective import MicroBatch, Objective
+from ..losses import HNClipTokenLoss
+from .augment import CaptionAugmentation
 from .base import Framework
+from .segments import Segment
 
 __all__ = [
     "GOAL_SEGMENT_WEIGHT", "GoalFramework", "box_patch_mask", "sentence_token_span", "region_alignment_loss",
@@ -127,11 +131,16 @@ class GoalFramework(Framework):
     has_auxiliary_loss = True
     needs_extras = True
 
-    def __init__(self, segments: list[list[Segment]], preprocess, tokenizer):
-        self.segments = segments
-        self.preprocess = preprocess
-        self.tokenizer = tokenizer
+    def __init__(self, read_segments: Callable[[list[ImageCaptionPair]], list[list[Segment]]],
+                 augmentation: CaptionAugmentation | None = None):
+        super().__init__(augmentation)
+        self.read_segments = read_segments
+        self.segments = self.preprocess = self.tokenizer = None
         self.input_size = self.patch_size = None
+
+    def attach(self, train_set) -> None:
+        self.segments = self.read_segments(train_set.pairs)
+        self.preprocess, self.tokenizer = train_set.preprocess, train_set.tokenizer
 
     def prepare_model(self, model):
         self.input_size = int(model.visual.image_size[0])
@@ -150,7 +159,7 @@ class GoalFramework(Framework):
             "sentence_span": torch.tensor([start, end]),
         }
 
-    def loss(self, model, micro: MicroBatch, objective: Objective, logit_scale: torch.Tensor,
+    def loss(self, model, micro: MicroBatch, loss_fn: HNClipTokenLoss, logit_scale: torch.Tensor,
              margin_text_features: torch.Tensor | None = None) -> torch.Tensor:
         extras, batch = micro.extras, len(micro.indices)
         image_features, patch_states = encode_images_with_hidden(
@@ -161,15 +170,13 @@ class GoalFramework(Framework):
         text_features = normed[torch.arange(normed.shape[0], device=ids.device), ids.argmax(dim=-1)]
         text_features = text_features @ model.text_projection
         image_tokens = text_tokens = caption_ids = None
-        if objective.uses_tokens:
+        if bool(loss_fn.token_weight):
             image_tokens = model.visual.ln_post(patch_states[:batch]) @ model.visual.proj
             text_tokens, caption_ids = normed[:batch] @ model.text_projection, ids[:batch]
-        global_term = objective(
-            EncodedBatch(image_features[:batch], text_features[:batch], image_tokens, text_tokens, caption_ids),
-            logit_scale, margin_text_features,
-        )
+        encoded = EncodedBatch(image_features[:batch], text_features[:batch], image_tokens, text_tokens, caption_ids)
+        global_term = batch_loss(loss_fn, encoded, logit_scale, margin_text_features)
         segment_images, segment_texts = image_features[batch:], text_features[batch:]
-        segment_term = clip_loss(F.normalize(segment_images, dim=-1), F.normalize(segment_texts, dim=-1), logit_scale)
+        segment_term = ClipLoss()(F.normalize(segment_images, dim=-1), F.normalize(segment_texts, dim=-1), logit_scale)
 
         region = masked_mean(patch_states[:batch], extras["segment_patch_mask"])
         patch_term = region_alignment_loss(model.visual.ln_post(region) @ model.visual.proj, segment_images)

@@ -31,7 +31,7 @@ Inferred or changed, and why:
 * **Filtered captions.** The released filter removes words of a fixed vocabulary by regular expression and
   keeps the original text when fewer than 2 content words remain; we wrote our own colour vocabulary
   (:data:`COLOUR_TERMS`; :data:`MATERIAL_TERMS` exist but, as in ``finetune.sh``, are not removed).
-* **Segments.** The edge crops come from the same segments as GOAL's (:mod:`hnclip_core.data.segments`): the
+* **Segments.** The edge crops come from the same segments as GOAL's (:mod:`hnclip_core.frameworks.segments`): the
   synthetic benchmark's object boxes, or a GOAL-format segment file on real data; without segments L_lsc has no
   crops and is 0 (the code's ``edge_valid_mask`` behaviour).
 * **Word windows.** The released code computes the windows on the filtered caption but reads the token states of
@@ -44,17 +44,20 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from open_clip.loss import ClipLoss
 from PIL import Image, ImageFilter
 
+from ..accumulation import MicroBatch, batch_loss
 from ..data.pairs import ImageCaptionPair
-from ..data.segments import Segment
 from ..features import EncodedBatch, encode_images, text_hidden_states
-from ..losses import clip_loss
-from ..objective import MicroBatch, Objective
+from ..losses import HNClipTokenLoss
+from .augment import CaptionAugmentation
 from .base import Framework
+from .segments import Segment
 
 __all__ = [
     "STRUCTXLIP_WEIGHTS", "STRUCTXLIP_TOP_K", "COLOUR_TERMS", "MATERIAL_TERMS", "StructXLIPFramework", "edge_map",
@@ -172,7 +175,7 @@ def structure_centric_loss(edge_features: torch.Tensor, filtered_text_features: 
                            logit_scale) -> torch.Tensor:
     """L_sc: symmetric InfoNCE of (edge map, filtered caption) with the temperature detached."""
     scale = logit_scale.detach() if isinstance(logit_scale, torch.Tensor) else logit_scale
-    return clip_loss(F.normalize(edge_features, dim=-1), F.normalize(filtered_text_features, dim=-1), scale)
+    return ClipLoss()(F.normalize(edge_features, dim=-1), F.normalize(filtered_text_features, dim=-1), scale)
 
 
 def rgb_structure_loss(image_features: torch.Tensor, edge_features: torch.Tensor) -> torch.Tensor:
@@ -220,10 +223,15 @@ class StructXLIPFramework(Framework):
     has_auxiliary_loss = True
     needs_extras = True
 
-    def __init__(self, segments: list[list[Segment]] | None, preprocess, tokenizer):
-        self.segments = segments
-        self.preprocess = preprocess
-        self.tokenizer = tokenizer
+    def __init__(self, read_segments: Callable[[list[ImageCaptionPair]], list[list[Segment]] | None],
+                 augmentation: CaptionAugmentation | None = None):
+        super().__init__(augmentation)
+        self.read_segments = read_segments
+        self.segments = self.preprocess = self.tokenizer = None
+
+    def attach(self, train_set) -> None:
+        self.segments = self.read_segments(train_set.pairs)
+        self.preprocess, self.tokenizer = train_set.preprocess, train_set.tokenizer
         self.weights = {name: base for name, (base, _) in STRUCTXLIP_WEIGHTS.items()}
 
     def start_step(self, epoch: int, step: int, steps_per_epoch: int) -> None:
@@ -252,12 +260,12 @@ class StructXLIPFramework(Framework):
             "edge_crop_valid": torch.arange(STRUCTXLIP_TOP_K) < len(segments),
         }
 
-    def loss(self, model, micro: MicroBatch, objective: Objective, logit_scale: torch.Tensor,
+    def loss(self, model, micro: MicroBatch, loss_fn: HNClipTokenLoss, logit_scale: torch.Tensor,
              margin_text_features: torch.Tensor | None = None) -> torch.Tensor:
         extras, batch = micro.extras, len(micro.indices)
         crops = extras["edge_crop_images"].flatten(0, 1)
         image_features, image_tokens = encode_images(
-            model, torch.cat([micro.images, extras["edge_images"], crops]), objective.uses_tokens
+            model, torch.cat([micro.images, extras["edge_images"], crops]), bool(loss_fn.token_weight)
         )
         text_states, ids = text_hidden_states(model, torch.cat([micro.token_ids, extras["filtered_token_ids"]]))
         normed = model.ln_final(text_states)
@@ -266,10 +274,10 @@ class StructXLIPFramework(Framework):
         rgb, edge = image_features[:batch], image_features[batch : 2 * batch]
         crop_features = image_features[2 * batch :]
         encoded = EncodedBatch(rgb, text_features[:batch])
-        if objective.uses_tokens:
+        if bool(loss_fn.token_weight):
             encoded = EncodedBatch(rgb, text_features[:batch], image_tokens[:batch],
                                    normed[:batch] @ model.text_projection, ids[:batch])
-        global_term = objective(encoded, logit_scale, margin_text_features)
+        global_term = batch_loss(loss_fn, encoded, logit_scale, margin_text_features)
 
         windows = []
         for b in range(batch):

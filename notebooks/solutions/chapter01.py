@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from hnclip_core.data.synthetic import METADATA_FILE
-from hnclip_core.geometry import differing_phrases
+from hnclip_core.toy.synthetic import METADATA_FILE
+from hnclip_core.replication.geometry import differing_phrases
 
 __all__ = ["synthetic_metadata", "similarity_matrix", "exercise1", "exercise2", "exercise3"]
 
@@ -126,7 +126,7 @@ def exercise3(features: torch.Tensor, metadata: Sequence[dict], captions: Sequen
     Every family member other than the base scene records its edit in ``changed_detail`` (kind: colour,
     shape, size, swap or background), always relative to the base. For each member this takes its cosine
     with the base's caption and the number of words in which the two captions differ (a word-level diff,
-    :func:`hnclip_core.geometry.differing_phrases`, counting both sides), and averages both per kind.
+    :func:`hnclip_core.replication.geometry.differing_phrases`, counting both sides), and averages both per kind.
 
     Returns ``{kind: {"count", "mean_similarity", "mean_words_changed"}}``, the most similar kind first.
     A colour edit renames an object everywhere the caption mentions it (its own sentence and the spatial

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from hnclip_core.losses import hn_clip_loss
-from hnclip_core.paper import CAPTION_GEOMETRY
+from hnclip_core.replication.paper import CAPTION_GEOMETRY
 
 __all__ = ["margin_per_epoch", "applied_margins", "exercise1", "log_reweighting", "exercise2", "exercise3"]
 

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .losses import SOLVED_LOSS_THRESHOLD, _symmetric_cross_entropy, caption_margin
+from ..losses import SOLVED_LOSS_THRESHOLD, caption_margin
 
 __all__ = [
     "THRESHOLDS",
@@ -78,13 +78,14 @@ def _evaluate(margin: float, logit_scale: float, batch_size: int, dtype: torch.d
 
     The logit matrix has 0 off the diagonal and s·Δ on it (formed in float64, then rounded once to
     ``dtype``); it is one leaf, used as the image→text logits and, transposed, as the text→image logits,
-    exactly as :func:`hnclip_core.losses.clip_loss` uses s·VTᵀ and s·TVᵀ. The returned gradients are those of
+    exactly as open_clip's ``ClipLoss`` uses s·VTᵀ and s·TVᵀ. The returned gradients are those of
     the (mean-reduced) loss w.r.t. the logits of one negative, (0, 1), and of one positive, (0, 0).
     """
     logits = torch.zeros(batch_size, batch_size, dtype=torch.float64, device=device)
     logits.diagonal().fill_(logit_scale * margin)
     logits = logits.to(dtype).requires_grad_(True)
-    loss = _symmetric_cross_entropy(logits, logits.t())
+    targets = torch.arange(batch_size, device=device)
+    loss = (F.cross_entropy(logits, targets) + F.cross_entropy(logits.t(), targets)) / 2
     loss.backward()
     grad = logits.grad
     return _Point(
@@ -233,9 +234,9 @@ def boost_reweighting(
     """Standard vs boosted image→text posteriors and gradient weights of one batch (App. B.2, Eq. 4).
 
     ``image_features`` and ``text_features`` are L2-normalised ``[B, D]`` with row i of each forming a pair;
-    ``text_sim`` optionally replaces T Tᵀ as the source of Ḡ, as in :func:`hnclip_core.losses.hn_clip_loss`
+    ``text_sim`` optionally replaces T Tᵀ as the source of Ḡ, as the frozen Ḡ of :class:`hnclip_core.losses.HNClipLoss`
     (pass ``text_features @ text_features.T`` with the two feature sets swapped to get the text→image rows).
-    The logits are formed exactly as ``hn_clip_loss`` forms its image→text logits. Returns ``[B, B]``
+    The logits are formed exactly as ``HNClipLoss`` forms its image→text logits. Returns ``[B, B]``
     tensors (no autograd history):
 
     * ``similarity``: S = V Tᵀ (image–text cosines);

@@ -4,13 +4,13 @@ Every chapter notebook starts with the same few parameters (papermill's conventi
 ``parameters``, derived values computed afterwards). :class:`Experiment` validates them with clear
 messages and turns them into the objects the chapter needs, so the notebooks hold narrative, not logic:
 
-* ``backbone="toy"`` is the embedded toy Long-CLIP (shipped with the package, :mod:`hnclip_core.toy`);
+* ``backbone="toy"`` is the embedded toy Long-CLIP (shipped with the package, :mod:`hnclip_core.toy.model`);
   anything else is the path of a Long-CLIP-format checkpoint such as ``longclip-L.pt``. Both go through
   :func:`~hnclip_core.longclip.load_longclip`.
 * ``dataset``/``data_root`` name a benchmark of :mod:`hnclip_core.data` (``synthetic`` needs no root);
   ``eval_dataset`` evaluates on another one (the paper's VG → Urban-1K transfer setting).
 * ``lr=None`` means the backbone's recipe: the paper's 2e-6 for a real checkpoint (§3.1; 5e-5 for the LoRA/DoRA
-  frameworks, App. D.2), the toy's calibrated preset (:data:`hnclip_core.toy.TOY_FINETUNE`) for the toy (×25, the
+  frameworks, App. D.2), the toy's calibrated preset (:data:`hnclip_core.toy.model.TOY_FINETUNE`) for the toy (×25, the
   paper's adapter/full ratio, for adapters: not calibrated on the toy).
 * ``framework``, ``caption_augmentation`` and ``segment_file`` choose a plug-and-play framework
   (:mod:`hnclip_core.frameworks`) and the DeBias-CLIP caption augmentation.
@@ -39,63 +39,66 @@ from pathlib import Path
 
 import torch
 
-from .data import DATASETS, SPLITS, PairDataset, load_pairs
-from .evaluate import DEFAULT_KS, encode_dataset, recall_at_k
-from .frameworks import ADAPTER_LR, build_framework
-from .longclip import load_longclip
+from .. import toy  # noqa: F401  (registers the synthetic benchmark with load_pairs)
+from ..data import DATASETS, SPLITS, PairDataset, load_pairs
+from ..evaluate import DEFAULT_KS, encode_dataset, recall_at_k
+from ..frameworks import ADAPTER_LR, build_framework
+from ..longclip import load_longclip
+from ..train import STATE_FILE, TrainConfig, recall_row, resolve_device, train
 from .plots import save_figure
-from .train import STATE_FILE, TrainConfig, recall_row, resolve_device, train
 
-__all__ = ["Experiment", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "run_directory"]
+__all__ = ["Experiment", "OBJECTIVES", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "objective_parameters", "run_directory"]
 
 #: Environment variable naming the output folder when a notebook's ``output_dir`` parameter is None.
 OUTPUT_DIR_VARIABLE = "HNCLIP_OUTPUT_DIR"
 #: Fine-tuning learning rate of the paper's recipe (§3.1, App. D.1).
 PAPER_LR = 2e-6
-#: TrainConfig fields that do not change what a run computes (left out of the run's identity).
+#: The objectives of Table 3b by the short names the studies use, with the paper's names. Each is a setting of
+#: the loss's two parameters (:func:`objective_parameters`): γ of Eq. 2 and λ of Eq. 3.
+OBJECTIVES = {"clip": "InfoNCE", "tok": "InfoNCE + L_tok", "hn": "L_HN", "hn+tok": "HN-CLIP"}
+#: Bump when a change of code changes what a cached run computes: every cached run is then trained anew.
+RUN_CACHE_VERSION = 2
+#: Run settings that do not change what a run computes (left out of the run's identity).
 _NOT_IDENTITY = ("output_dir", "resume", "progress", "device", "num_workers", "eval_batch_size", "save_state")
-#: TrainConfig fields added after runs were first cached: left out of the identity at these (default) values,
-#: so that a new option does not move the runs cached before it existed.
-_OMITTED_AT_DEFAULT = {"logit_scale": None, "framework": "longclip", "caption_augmentation": "none",
-                       "segment_file": None}
-
-
-def _identity(values: dict) -> dict:
-    """The part of a configuration (as a dict) that decides what a run computes."""
-    identity = {
-        k: v for k, v in values.items()
-        if k not in _NOT_IDENTITY and not (k in _OMITTED_AT_DEFAULT and v == _OMITTED_AT_DEFAULT[k])
-    }
-    identity["eval_ks"] = list(identity["eval_ks"])
-    return identity
-
-
-def _config_identity(config: TrainConfig) -> dict:
-    return _identity(asdict(config))
-
-
-#: TrainConfig fields that shape the training but not the model a run starts from, nor its evaluation split:
-#: runs that differ only in these share their epoch-0 (zero-shot) evaluation.
+#: Settings that shape the training but not the model a run starts from, nor its evaluation split: runs that
+#: differ only in these share their epoch-0 (zero-shot) evaluation.
 _NOT_ZERO_SHOT = ("objective", "gamma", "token_weight", "margin_source", "logit_scale", "caption_augmentation",
                   "lr", "weight_decay", "warmup_steps", "epochs", "micro_batch_size", "accumulation_steps",
-                  "accumulation", "train_fraction", "monitor_every")
+                  "accumulation", "train_fraction", "monitor_every", "framework", "segment_file")
 
 
-def _zero_shot_digest(config: TrainConfig) -> str:
-    """Hash of what decides a run's epoch-0 evaluation: its identity without :data:`_NOT_ZERO_SHOT`."""
-    identity = {k: v for k, v in _config_identity(config).items() if k not in _NOT_ZERO_SHOT}
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+def objective_parameters(objective: str, gamma: float = 0.5, token_weight: float = 1.0) -> dict:
+    """γ and λ of one of :data:`OBJECTIVES`: ``clip`` γ = λ = 0 (Eq. 1), ``tok`` λ only, ``hn`` γ only (Eq. 2),
+    ``hn+tok`` both (Eq. 3)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; choose one of {list(OBJECTIVES)}")
+    return {"gamma": gamma if objective.startswith("hn") else 0.0,
+            "token_weight": token_weight if objective.endswith("tok") else 0.0}
 
 
-def run_directory(runs_dir: str | Path, config: TrainConfig) -> Path:
-    """``runs_dir/[<framework>-]<objective>-<12 hex digits of the configuration's hash>``: one folder per distinct
+def _digest(values: dict) -> str:
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _identity(settings: dict) -> dict:
+    """The part of a run's settings (training config plus objective and framework) that decides what it computes."""
+    identity = {k: v for k, v in settings.items() if k not in _NOT_IDENTITY}
+    identity["eval_ks"] = list(identity["eval_ks"])
+    return {**identity, "cache_version": RUN_CACHE_VERSION}
+
+
+def _zero_shot_identity(settings: dict) -> dict:
+    """What decides a run's epoch-0 evaluation: its identity without :data:`_NOT_ZERO_SHOT`."""
+    return {k: v for k, v in _identity(settings).items() if k not in _NOT_ZERO_SHOT}
+
+
+def run_directory(runs_dir: str | Path, settings: dict) -> Path:
+    """``runs_dir/[<framework>-]<objective>-<12 hex digits of the settings' identity>``: one folder per distinct
     run (the framework is named unless it is the default ``longclip``)."""
-    identity = json.dumps(_config_identity(config), sort_keys=True)
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
-    prefix = config.objective.replace("+", "_")
-    if config.framework != "longclip":
-        prefix = f"{config.framework}-{prefix}"
-    return Path(runs_dir) / f"{prefix}-{digest}"
+    prefix = settings["objective"].replace("+", "_")
+    if settings["framework"] != "longclip":
+        prefix = f"{settings['framework']}-{prefix}"
+    return Path(runs_dir) / f"{prefix}-{_digest(_identity(settings))}"
 
 
 def _type_name(hint) -> str:
@@ -165,7 +168,8 @@ class Experiment:
                 f"backbone {self.backbone!r} is neither 'toy' nor an existing checkpoint file "
                 "(e.g. the path of longclip-L.pt)"
             )
-        TrainConfig.from_dict(self._training_fields())  # TrainConfig's own checks, without building the toy
+        TrainConfig.from_dict({"checkpoint": self.backbone, **self._training_fields()})  # TrainConfig's own checks
+        build_framework(self.framework, self.dataset, self.segment_file, self.caption_augmentation, self.seed)
 
     @classmethod
     def from_parameters(cls, parameters: dict) -> Experiment:
@@ -194,7 +198,7 @@ class Experiment:
     def checkpoint(self) -> Path:
         """The Long-CLIP-format checkpoint: the toy shipped with the package or ``backbone``."""
         if self.backbone == "toy":
-            from .toy import ensure_toy_model
+            from ..toy.model import ensure_toy_model
 
             return ensure_toy_model()
         return Path(self.backbone).expanduser()
@@ -215,7 +219,7 @@ class Experiment:
             return self.lr
         adapters = self.framework in ("lora", "dora")
         if self.is_toy:
-            from .toy import TOY_FINETUNE
+            from ..toy.model import TOY_FINETUNE
 
             return TOY_FINETUNE["lr"] * (ADAPTER_LR / PAPER_LR if adapters else 1.0)
         return ADAPTER_LR if adapters else PAPER_LR
@@ -240,7 +244,7 @@ class Experiment:
             raise FileNotFoundError(f"{state_path} is missing: the run was made with save_state=False")
         model, preprocess, tokenizer = load_longclip(self.checkpoint, device=self.torch_device)
         # The framework's modules (peft adapters, FineLIP's refiners) must exist for the saved state to load.
-        framework = build_framework(result["config"].get("framework", "longclip"))
+        framework = build_framework(result["config"]["framework"])
         model = framework.prepare_model(model)
         state = torch.load(state_path, map_location=self.torch_device, weights_only=True)
         model.load_state_dict(state["model"])
@@ -265,7 +269,7 @@ class Experiment:
         Returns ``(image_features, text_features, logit_scale)`` of ``checkpoint``'s model (default: the
         backbone), L2-normalised, for the first ``size`` (default: ``micro_batch_size``) pairs of the batch.
         """
-        from .train import epoch_batches, training_subset
+        from ..train import epoch_batches, training_subset
 
         model, preprocess, tokenizer = self.load_model(checkpoint)
         train_pairs = load_pairs(self.dataset, self.data_root, "train")
@@ -292,34 +296,47 @@ class Experiment:
             "accumulation": self.accumulation,
             "train_fraction": self.train_fraction,
             "progress": self.progress,
-            "framework": self.framework,
-            "caption_augmentation": self.caption_augmentation,
-            "segment_file": self.segment_file,
         }
 
-    def train_config(self, **overrides) -> TrainConfig:
-        """The :class:`TrainConfig` of these parameters; ``overrides`` are further TrainConfig fields.
+    def _framework_fields(self) -> dict:
+        return {"framework": self.framework, "caption_augmentation": self.caption_augmentation,
+                "segment_file": self.segment_file}
 
-        The checkpoint is always a path (for the toy: the cached file, whose name carries the recipe's hash),
-        so a run's identity changes when the toy recipe does.
+    def train_config(self, objective: str = "hn+tok", **overrides) -> TrainConfig:
+        """The :class:`TrainConfig` of these parameters and ``objective``; ``overrides`` are further TrainConfig
+        fields (``gamma``/``token_weight`` set the strengths of the objective's terms).
+
+        The checkpoint is always a path (for the toy: the shipped file, whose name carries the recipe's hash),
+        so a run's identity changes when the toy does.
         """
-        values = {"checkpoint": str(self.checkpoint), **self._training_fields()}
+        strengths = objective_parameters(objective, overrides.pop("gamma", 0.5), overrides.pop("token_weight", 1.0))
+        values = {"checkpoint": str(self.checkpoint), **self._training_fields(), **strengths}
         return TrainConfig.from_dict({**values, **overrides})
 
-    def run(self, **overrides) -> dict:
+    def run(self, objective: str = "hn+tok", **overrides) -> dict:
         """Train (or load the stored result of) one configuration; returns :func:`~hnclip_core.train.train`'s
-        result plus ``run_dir``. ``overrides`` are :class:`TrainConfig` fields, e.g. ``objective="clip"``."""
-        config = self.train_config(**overrides)
-        run_dir = run_directory(self.runs_path, config)
+        result plus ``run_dir``, with ``objective`` and the framework's settings in its ``config``.
+        ``overrides`` are :class:`TrainConfig` fields (e.g. ``gamma=0.25``) or this experiment's ``framework``,
+        ``caption_augmentation`` and ``segment_file``."""
+        framework_fields = {**self._framework_fields(),
+                            **{k: overrides.pop(k) for k in list(overrides) if k in self._framework_fields()}}
+        config = self.train_config(objective, **overrides)
+        settings = {**asdict(config), "objective": objective, **framework_fields}
+        run_dir = run_directory(self.runs_path, settings)
         stored = run_dir / "history.json"
         if stored.is_file():
             result = json.loads(stored.read_text())
-            if result["last"]["epoch"] == config.epochs and _identity(result["config"]) == _config_identity(config):
+            if result["last"]["epoch"] == config.epochs:
                 return {**result, "run_dir": str(run_dir)}
         resume = (run_dir / STATE_FILE).is_file()
-        zero_shot_file = self.runs_path / "zero_shot" / f"{_zero_shot_digest(config)}.json"
+        zero_shot_file = self.runs_path / "zero_shot" / f"{_digest(_zero_shot_identity(settings))}.json"
         known = json.loads(zero_shot_file.read_text()) if zero_shot_file.is_file() else None
-        result = train(dataclasses.replace(config, output_dir=str(run_dir), resume=resume), zero_shot=known)
+        hooks = build_framework(framework_fields["framework"], config.dataset, framework_fields["segment_file"],
+                                framework_fields["caption_augmentation"], config.seed)
+        result = train(dataclasses.replace(config, output_dir=str(run_dir), resume=resume), zero_shot=known,
+                       hooks=hooks)
+        result["config"].update(objective=objective, **framework_fields)
+        stored.write_text(json.dumps(result, indent=2))
         if known is None:
             zero_shot_file.parent.mkdir(parents=True, exist_ok=True)
             evaluation = {k: v for k, v in result["history"][0].items() if k not in ("epoch", "seconds")}

@@ -1,4 +1,4 @@
-"""Run the whole tutorial headless: ``python -m hnclip_core.tutorial`` (what ``make tutorial`` calls).
+"""Run the whole tutorial headless: ``python -m hnclip_core.replication.tutorial`` (what ``make tutorial`` calls).
 
 Executes the chapter notebooks in order with papermill into one folder::
 
@@ -29,7 +29,7 @@ from .batch import notebook_parameters, parameter_type_problem
 
 __all__ = ["run_tutorial", "chapter_notebooks", "main"]
 
-DEFAULT_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+DEFAULT_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def chapter_notebooks(folder: str | Path = DEFAULT_NOTEBOOKS) -> list[Path]:
@@ -132,7 +132,8 @@ def format_report(summary: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hnclip_core.tutorial", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m hnclip_core.replication.tutorial",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--output-dir", default="runs/tutorial", help="where everything is written")
     parser.add_argument("--notebooks", default=str(DEFAULT_NOTEBOOKS), help="folder of the chapter notebooks")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),

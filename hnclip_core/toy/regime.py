@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 import open_clip
 import torch
+from open_clip.loss import ClipLoss
 
-from .data.synthetic import SyntheticConfig, iter_examples
-from .evaluate import encode_dataset
-from .geometry import caption_similarity_stats
-from .losses import clip_loss
+from ..evaluate import caption_geometry, encode_dataset
+from .synthetic import SyntheticConfig, iter_examples
 
 __all__ = ["BenchmarkTensors", "benchmark_tensors", "zero_shot_regime"]
 
@@ -84,7 +83,7 @@ def zero_shot_regime(
                 break
             rows = order[start : start + micro_batch]
             image, text = train_images[rows], train_texts[rows]
-            loss = clip_loss(image, text, scale).item()
+            loss = ClipLoss()(image, text, scale).item()
             solved.append(loss < SOLVED_BELOW)
             if len(set(train.families[rows].tolist())) == micro_batch:
                 solved_clean.append(loss < SOLVED_BELOW)
@@ -100,7 +99,7 @@ def zero_shot_regime(
     errors = top1 != truth
     same_family = test.families[top1] == test.families
     image_to_text = (test_images @ test_texts.t()).argmax(dim=1)
-    geometry = caption_similarity_stats(test_texts)
+    geometry = caption_geometry(test_texts)
     return {
         "logit_scale": float(scale),
         "solved_share": statistics.fmean(solved),
@@ -111,6 +110,6 @@ def zero_shot_regime(
         "own_family_top1": float(same_family.float().mean()),
         "t2i_r1": 100 * float((top1 == truth).float().mean()),
         "i2t_r1": 100 * float((image_to_text == truth).float().mean()),
-        "mean_pairwise": geometry.mean_pairwise,
-        "mean_hardest": geometry.mean_hardest,
+        "mean_pairwise": geometry["mean_pairwise"],
+        "mean_hardest": geometry["mean_hardest"],
     }

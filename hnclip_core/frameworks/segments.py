@@ -21,7 +21,7 @@ Two sources:
   paths are relative to its own working folder, so directories are ignored). A crop ``filename`` is read if it
   exists (relative paths are resolved against the JSON file's folder); otherwise the box is cropped from the
   training image, which is what GOAL's crops are (plain bounding-box crops of the original pixels).
-* **The synthetic benchmark** (:mod:`hnclip_core.data.synthetic`): ``synthetic_metadata.jsonlines`` lists
+* **The synthetic benchmark** (:mod:`hnclip_core.toy.synthetic`): ``synthetic_metadata.jsonlines`` lists
   every object's pixel box and the sentence of the caption that describes it — segments whose sentence is
   correct by construction. With no matching score, the object's box area stands in for ``similarity_score``
   (larger objects first); objects their caption does not mention are left out.
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .pairs import DatasetLayoutError, ImageCaptionPair
+from ..data.pairs import DatasetLayoutError, ImageCaptionPair
 
 __all__ = ["Segment", "read_goal_segments", "read_synthetic_segments", "segments_for_pairs", "SegmentFileError"]
 
@@ -106,7 +106,7 @@ def read_goal_segments(path: str | Path) -> dict[str, list[Segment]]:
 def read_synthetic_segments(root: str | Path) -> dict[str, list[Segment]]:
     """Segments of a synthetic benchmark (its object boxes and their sentences), keyed by image file name,
     largest object first."""
-    from .synthetic import METADATA_FILE  # the reader of the other format works without the generator
+    from ..toy.synthetic import METADATA_FILE  # the reader of the other format works without the generator
 
     path = Path(root) / METADATA_FILE
     if not path.is_file():

@@ -31,7 +31,7 @@ def recall_table(
     """Table 1's layout: one row per method, R@K for T→I then I→T, and the average R@1.
 
     ``rows`` maps a method label to a flat metrics row of a training history (keys ``t2i_r1``, ...,
-    ``mean_r1``). ``paper`` (e.g. :data:`hnclip_core.paper.DOCCI_RECALL`) adds the paper's rows, labelled
+    ``mean_r1``). ``paper`` (e.g. :data:`hnclip_core.replication.paper.DOCCI_RECALL`) adds the paper's rows, labelled
     "paper: <method>", for the ks both share.
     """
     header = ["method"] + [f"{name} R@{k}" for _, name in DIRECTIONS for k in ks] + ["avg R@1"]
@@ -58,7 +58,7 @@ def geometry_table(ours: dict[str, dict], paper: dict[str, dict] | None = None) 
 
 
 def checks_table(checks: Sequence[dict]) -> str:
-    """The calibration checks of :mod:`hnclip_core.calibration` as a table: check, measured value, verdict."""
+    """The calibration checks (:mod:`hnclip_core.replication.calibration`) as a table: check, value, verdict."""
 
     def shown(value) -> str:
         if isinstance(value, dict):
@@ -70,7 +70,7 @@ def checks_table(checks: Sequence[dict]) -> str:
 
 
 def thresholds_table(thresholds: Sequence[dict]) -> str:
-    """Saturation thresholds per precision (:func:`hnclip_core.saturation.saturation_thresholds` results):
+    """Saturation thresholds per precision (:func:`hnclip_core.replication.saturation.saturation_thresholds` results):
     the cosine margin Δ and logit gap s·Δ at which the loss is solved, exactly 0, and a negative's gradient 0."""
     events = (("solved", "loss < 1e-3"), ("loss_zero", "loss exactly 0"),
               ("negative_grad_zero", "negative's gradient exactly 0"))
@@ -81,7 +81,7 @@ def thresholds_table(thresholds: Sequence[dict]) -> str:
 
 def diagnostics_table(diagnostics: Sequence[dict], paper: dict | None = None) -> str:
     """The gradient monitor's per-epoch summary (Fig. 4's numbers), with the paper's row if ``paper`` is given
-    (:data:`hnclip_core.paper.SATURATION`)."""
+    (:data:`hnclip_core.replication.paper.SATURATION`)."""
     def solved(d, loss):  # per micro-batch (the batches of Fig. 4) where the monitor recorded it
         return d.get(f"micro_solved_{loss}", d[f"solved_{loss}"])
 

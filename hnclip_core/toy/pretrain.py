@@ -4,10 +4,10 @@ The two stages of the real model (arXiv 2608.18521 App. D.1 fine-tunes Long-CLIP
 long-caption stage):
 
 1. **CLIP stage** — from scratch, context 77, InfoNCE on one-line alt-texts
-   (:func:`~hnclip_core.data.voices.varied_short_caption`) of random scenes, s fixed at 100 from the start
+   (:func:`~hnclip_core.toy.voices.varied_short_caption`) of random scenes, s fixed at 100 from the start
    (a narrow text cone, as CLIP's).
 2. **Long-CLIP stage** — the positional table stretched 77 → 248, rows 0–19 frozen, training continued
-   on long captions (:func:`~hnclip_core.data.voices.varied_long_caption`, with a share of ``dense-alt``)
+   on long captions (:func:`~hnclip_core.toy.voices.varied_long_caption`, with a share of ``dense-alt``)
    of other random scenes.
 
 Every step draws a new batch of scenes from ``numpy.random.default_rng([seed, stage, step])`` — the
@@ -15,7 +15,7 @@ generator is free, so no scene is seen twice and a resumed run draws exactly the
 uninterrupted one would. Scenes have no near-duplicate families, and the benchmark's own caption
 templates (``dense``) are never used. The state (model, optimiser, scheduler, traces) is saved every
 ``save_every`` steps next to the output, so ``pretrain(..., resume=True)`` continues after an
-interruption; a probe of the zero-shot regime (:mod:`hnclip_core.regime`) is recorded every
+interruption; a probe of the zero-shot regime (:mod:`hnclip_core.toy.regime`) is recorded every
 ``probe_every`` Long-CLIP-stage steps.
 """
 
@@ -35,12 +35,11 @@ import numpy as np
 import open_clip
 import torch
 import torch.nn.functional as F
+from open_clip.loss import ClipLoss
 from tqdm.auto import tqdm
 
-from .data.synthetic import SyntheticConfig, describe_scene, render_scene, sample_scene
-from .data.voices import varied_long_caption, varied_short_caption
-from .features import encode_images, encode_texts
-from .longclip import (
+from ..features import encode_images, encode_texts
+from ..longclip import (
     LONG_CONTEXT,
     ClipArchitecture,
     build_clip,
@@ -49,8 +48,9 @@ from .longclip import (
     save_longclip,
     stretch_positional_embedding,
 )
-from .losses import clip_loss
-from .train import cosine_with_warmup
+from ..train import cosine_with_warmup
+from .synthetic import SyntheticConfig, describe_scene, render_scene, sample_scene
+from .voices import varied_long_caption, varied_short_caption
 
 __all__ = ["PretrainRecipe", "pretrain"]
 
@@ -168,7 +168,7 @@ def pretrain(
             images, captions = scene_batch(recipe, stage, step, preprocess)
             image_features = F.normalize(encode_images(model, images)[0], dim=-1)
             text_features = F.normalize(encode_texts(model, tokenizer(captions))[0], dim=-1)
-            loss = clip_loss(image_features, text_features, model.logit_scale.exp())
+            loss = ClipLoss()(image_features, text_features, model.logit_scale.exp())
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

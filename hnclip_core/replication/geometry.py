@@ -40,7 +40,7 @@ from itertools import pairwise
 import torch
 from tqdm.auto import tqdm
 
-from hnclip_core.losses import caption_margin
+from ..losses import caption_margin
 
 __all__ = [
     "DEFAULT_BUCKETS",

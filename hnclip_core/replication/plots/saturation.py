@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ..diagnostics import GradientMeasurement
-from ..losses import SOLVED_LOSS_THRESHOLD
+from ...diagnostics import GradientMeasurement
+from ...losses import SOLVED_LOSS_THRESHOLD
 from ..saturation import THRESHOLDS, boost_reweighting, hardness_concentration
 from . import METHOD_COLOURS, show
 
@@ -65,8 +65,8 @@ def _saturation_headline(thresholds: dict, dtype: str) -> str:
 def plot_fp32_saturation(sweep: dict, thresholds: dict) -> Figure:
     """Loss and negative-logit gradient of InfoNCE against the cosine margin Δ by which the batch is solved.
 
-    ``sweep`` is :func:`hnclip_core.saturation.margin_sweep`'s output, ``thresholds``
-    :func:`~hnclip_core.saturation.saturation_thresholds`'s for the same s, batch size and dtype (the name
+    ``sweep`` is :func:`hnclip_core.replication.saturation.margin_sweep`'s output, ``thresholds``
+    :func:`~hnclip_core.replication.saturation.saturation_thresholds`'s for the same s, batch size and dtype (the name
     says fp32, the dtype is taken from ``thresholds``). Both curves share a log axis; values that are exactly
     zero are drawn on the bottom edge as hollow markers labelled "exactly 0 in fp32"; each saturation
     threshold inside the plotted range is a vertical line tagged with its letter (a–d), explained with its
@@ -133,7 +133,7 @@ def _as_numpy(value) -> np.ndarray:
 def plot_boost_posteriors(reweighting: dict, row: int = 0, max_negatives: int | None = 31) -> Figure:
     """Standard vs boosted posteriors and negative gradient shares of one query (App. B.2, Eq. 4).
 
-    ``reweighting`` is :func:`hnclip_core.saturation.boost_reweighting`'s output. For image ``row``:
+    ``reweighting`` is :func:`hnclip_core.replication.saturation.boost_reweighting`'s output. For image ``row``:
     (top) the posteriors p (γ = 0) and p̃ (boosted) of its own caption (marked "positive", hatched) and of the
     negatives, on a log axis; (bottom) each negative's share of the row's total push-away gradient
     s·p_ij / Σ_k s·p_ik. Negatives are sorted by their caption similarity Ḡ to the query's caption, most

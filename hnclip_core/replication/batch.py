@@ -1,4 +1,4 @@
-"""Run one notebook over a grid of parameters with papermill: ``python -m hnclip_core.batch grid.yaml``.
+"""Run one notebook over a grid of parameters with papermill: ``python -m hnclip_core.replication.batch grid.yaml``.
 
 A grid file (YAML) names the notebook, a folder for the runs, parameters fixed for every run and lists of
 values whose cartesian product gives the runs ("points")::
@@ -424,7 +424,9 @@ def load_summary(output_dir: str | Path) -> list[dict[str, Any]]:
     """The point entries of ``output_dir/batch_summary.json``."""
     path = Path(output_dir) / SUMMARY_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: run the grid first (python -m hnclip_core.batch GRID.yaml)")
+        raise FileNotFoundError(
+            f"{path} not found: run the grid first (python -m hnclip_core.replication.batch GRID.yaml)"
+        )
     return json.loads(path.read_text())["points"]
 
 
@@ -457,7 +459,7 @@ def format_summary(results: Sequence[PointResult]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m hnclip_core.batch", description=__doc__.splitlines()[0],
+        prog="python -m hnclip_core.replication.batch", description=__doc__.splitlines()[0],
         epilog="Paths in the grid file are relative to the current directory. Exit status: 0 when every point "
         "succeeded, 1 when one failed, 2 when the grid file cannot be run.",
     )

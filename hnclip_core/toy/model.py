@@ -1,4 +1,4 @@
-"""The embedded toy Long-CLIP: pretrained once (:mod:`hnclip_core.pretrain`), shipped in the package.
+"""The embedded toy Long-CLIP: pretrained once (:mod:`hnclip_core.toy.pretrain`), shipped in the package.
 
 A fresh machine never pretrains. :func:`ensure_toy_model` returns the shipped checkpoint
 (``hnclip_core/assets/toy-longclip-<recipe digest>.pt``, Long-CLIP's format, read back only through
@@ -23,10 +23,10 @@ from pathlib import Path
 
 import torch
 
+from ..longclip import ClipArchitecture, load_longclip, longclip_state_dict
+from ..train import TrainConfig
 from .cache import cache_dir
-from .longclip import ClipArchitecture, load_longclip, longclip_state_dict
 from .pretrain import PretrainRecipe, pretrain
-from .train import TrainConfig
 
 __all__ = [
     "TOY_ARCHITECTURE", "TOY_RECIPE", "TOY_FINETUNE", "shipped_toy_path", "ensure_toy_model", "pretrain_toy",
@@ -57,7 +57,8 @@ FP32_KEYS = ("logit_scale",)
 
 def toy_train_config(**overrides) -> TrainConfig:
     """The fine-tuning configuration of the embedded default: toy Long-CLIP on the synthetic benchmark."""
-    return TrainConfig.from_dict({**TOY_FINETUNE, **overrides})
+    defaults = {"checkpoint": str(ensure_toy_model()), "dataset": "synthetic", **TOY_FINETUNE}
+    return TrainConfig.from_dict({**defaults, **overrides})
 
 
 def shipped_toy_path(recipe: PretrainRecipe = TOY_RECIPE) -> Path:

@@ -66,7 +66,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ..cache import cache_dir
+from ..data.docci import load_docci_pairs
+from ..data.pairs import DatasetLayoutError, ImageCaptionPair
+from .cache import cache_dir
 
 #: Bump whenever generated images or captions change for an unchanged config (invalidates caches).
 GENERATOR_VERSION = 1
@@ -900,3 +902,18 @@ def ensure_synthetic_benchmark(root: str | Path | None = None, config: Synthetic
                 raise
     check_matches(root, record, config)
     return root
+
+
+def load_synthetic_pairs(root: Path | None, split: str, caption_style: str = "dense") -> list[ImageCaptionPair]:
+    """``load_pairs("synthetic"/"synthetic-alt", root, split)``: the benchmark at ``root`` (built in the cache
+    when None) read with the DOCCI reader, after checking that its captions are in ``caption_style``."""
+    if root is None:
+        return load_docci_pairs(ensure_synthetic_benchmark(None, SyntheticConfig(caption_style=caption_style)), split)
+    record = read_config_record(root)
+    style = "dense" if record is None else record["config"].get("caption_style", "dense")
+    if style != caption_style:
+        raise DatasetLayoutError(
+            f"{root} is a synthetic benchmark with {style!r} captions, not {caption_style!r}; write one with "
+            f"SyntheticConfig(caption_style={caption_style!r}) or pass no data root"
+        )
+    return load_docci_pairs(ensure_synthetic_benchmark(root), split)

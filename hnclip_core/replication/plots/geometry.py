@@ -19,7 +19,7 @@ def plot_caption_similarity(
 ) -> Figure:
     """Fig. 1: histograms of (a) pairwise caption cosines and (b) each caption's hardest-negative cosine.
 
-    Dotted lines mark our means; ``paper`` (e.g. :data:`hnclip_core.paper.CAPTION_GEOMETRY`) adds the
+    Dotted lines mark our means; ``paper`` (e.g. :data:`hnclip_core.replication.paper.CAPTION_GEOMETRY`) adds the
     paper's Long-CLIP-L means as dashed grey lines for comparison.
     """
     fig = Figure(figsize=(10, 3.6))
@@ -101,7 +101,7 @@ def plot_near_twins(pairs: Sequence[NearDuplicate], images: Sequence[tuple], cap
     """Fig. A1–A4: near-twin caption pairs with their images; under each image, where its caption differs.
 
     ``images[k]`` is the ``(image_i, image_j)`` PIL pair of ``pairs[k]``; the differences are a word-level
-    diff of the two captions (:func:`~hnclip_core.geometry.differing_phrases`).
+    diff of the two captions (:func:`~hnclip_core.replication.geometry.differing_phrases`).
     """
     rows = len(pairs)
     fig = Figure(figsize=(6.4, 2.9 * rows))

@@ -41,7 +41,7 @@ epochs 0 (zero-shot), 1, 2, ...::
 
 Keys of ``gamma``, ``gamma_transfer``, ``fractions``, ``seeds`` and ``temperature`` are numbers written as
 strings (as the notebooks' JSON has them); ``"0.5"``, ``"0.50"`` and ``0.5`` are the same γ. Objective names are
-:class:`hnclip_core.objective.Objective`'s: ``clip`` (InfoNCE, Eq. 1), ``tok`` (+ L_tok), ``hn`` (L_HN,
+:data:`hnclip_core.replication.experiment.OBJECTIVES`: ``clip`` (InfoNCE, Eq. 1), ``tok`` (+ L_tok), ``hn`` (L_HN,
 Eq. 2), ``hn+tok`` (HN-CLIP, Eq. 3). ``diagnostics`` rows are
 :meth:`hnclip_core.diagnostics.GradientMonitor.summary` rows, one per epoch, of the gradient-dynamics run
 (chapter 2).
@@ -50,7 +50,7 @@ Eq. 2), ``hn+tok`` (HN-CLIP, Eq. 3). ``diagnostics`` rows are
 (``gamma``, ``components``, ``margin_source``), ``fine_tuning.json`` (``fine_tuning``), ``saturation.json``
 (``diagnostics``), ``geometry.json`` (``geometry``), optionally ``results/calibration.json`` (``seeds``) and
 the ``ablations.json`` of a second run evaluated on another benchmark (``gamma_transfer``), and the full
-ablation grids' ``results/ablations.json`` (:mod:`hnclip_core.ablations`), whose sections replace the
+ablation grids' ``results/ablations.json`` (:mod:`hnclip_core.replication.ablations`), whose sections replace the
 tutorial-scale ones, and the frameworks' training throughput ``results/framework_throughput.json``
 (``throughput``: the ``frameworks`` of ``benchmarks/framework_throughput.py --json``).
 """
@@ -65,6 +65,7 @@ from functools import cache
 from pathlib import Path
 from statistics import fmean
 
+from .experiment import OBJECTIVES as EXPERIMENT_OBJECTIVES
 from .paper import SATURATION
 from .report import markdown_table
 
@@ -89,17 +90,17 @@ __all__ = [
 ]
 
 #: Where the transcribed tables live (a source checkout; they are data, not package files).
-PAPER_DIR = Path(__file__).resolve().parent.parent / "results" / "paper"
+PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
 #: The project's committed calibration over seeds (read by :func:`measurements_from_outputs`).
-CALIBRATION_FILE = Path(__file__).resolve().parent.parent / "results" / "calibration.json"
+CALIBRATION_FILE = Path(__file__).resolve().parents[2] / "results" / "calibration.json"
 ABLATIONS_FILE = CALIBRATION_FILE.with_name("ablations.json")
 THROUGHPUT_FILE = CALIBRATION_FILE.with_name("framework_throughput.json")
-#: Sections of the measurements dict that the ablation grids produce (:mod:`hnclip_core.ablations`).
+#: Sections of the measurements dict that the ablation grids produce (:mod:`hnclip_core.replication.ablations`).
 ABLATION_SECTIONS = ("gamma", "gamma_transfer", "components", "margin_source", "fractions", "seeds", "transfer",
                      "temperature", "plug_and_play")
 
 STATUSES = ("reproduced", "not reproduced", "not measured")
-OBJECTIVES = ("clip", "tok", "hn", "hn+tok")
+OBJECTIVES = tuple(EXPERIMENT_OBJECTIVES)
 #: Objectives without L_HN: the baselines HN-CLIP is compared with (Fig. 6 claim).
 BASELINE_OBJECTIVES = ("clip", "tok")
 METHOD = "hn+tok"
@@ -1129,7 +1130,7 @@ def measurements_from_outputs(
         path = ABLATIONS_FILE if ablations is True else Path(ablations)
         data = _read_json(path)
         if not isinstance(data, Mapping) or "studies" not in data:
-            raise ValueError(f"{path}: expected the file `python -m hnclip_core.ablations` writes")
+            raise ValueError(f"{path}: expected the file `python -m hnclip_core.replication.ablations` writes")
         for section in ABLATION_SECTIONS:
             if data.get(section):
                 measurements[section] = data[section]

@@ -1,11 +1,15 @@
-"""Objectives of Table 3b and the two readings of gradient accumulation (objective.py)."""
+"""The two readings of gradient accumulation (accumulation.py) under every objective of Table 3b."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from hnclip_core.longclip import build_clip
-from hnclip_core.objective import MicroBatch, Objective, accumulated_losses
+from functools import partial
+
+from hnclip_core.accumulation import MicroBatch, accumulated_losses
+from hnclip_core.features import encode_batch
+from hnclip_core.losses import HNClipTokenLoss
 
 from .conftest import TINY_ARCH
 
@@ -22,10 +26,19 @@ def make_batch(n=16, seed=0):
     return images, ids
 
 
-def gradients(model, micro_batches, objective, accumulation, margin_features=None):
+#: Table 3b's objectives as (γ, λ) of the loss
+OBJECTIVES = {"clip": (0.0, 0.0), "hn": (0.5, 0.0), "hn+tok": (0.5, 1.0)}
+
+
+def losses(model, micro_batches, loss, accumulation="naive", margin_features=None):
+    return accumulated_losses(partial(encode_batch, model), model.logit_scale, micro_batches, loss, accumulation,
+                              margin_features)
+
+
+def gradients(model, micro_batches, loss_fn, accumulation, margin_features=None):
     model.zero_grad()
     total = 0.0
-    for loss in accumulated_losses(model, micro_batches, objective, accumulation, margin_features):
+    for loss in losses(model, micro_batches, loss_fn, accumulation, margin_features):
         loss.backward()
         total += loss.item()
     return total, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
@@ -38,7 +51,7 @@ def test_cached_accumulation_equals_one_large_batch(name):
     images, ids = make_batch()
     images = images.double()
     indices = torch.arange(16)
-    objective = Objective(name, gamma=0.5)
+    objective = HNClipTokenLoss(*OBJECTIVES[name])
     one = [MicroBatch(images, ids, indices)]
     four = [MicroBatch(images[i : i + 4], ids[i : i + 4], indices[i : i + 4]) for i in range(0, 16, 4)]
     loss_one, grads_one = gradients(model, one, objective, "naive")
@@ -58,14 +71,14 @@ def test_frozen_margin_features_are_used():
     images, ids = make_batch(8)
     micro = [MicroBatch(images, ids, torch.arange(8))]
     frozen = F.normalize(torch.randn(8, 32), dim=-1)
-    objective = Objective("hn", gamma=0.5)
-    live = next(accumulated_losses(model, micro, objective)).item()
-    with_frozen = next(accumulated_losses(model, micro, objective, margin_features=lambda idx: frozen[idx])).item()
+    loss = HNClipTokenLoss(gamma=0.5, token_weight=0.0)
+    live = next(losses(model, micro, loss)).item()
+    with_frozen = next(losses(model, micro, loss, margin_features=lambda idx: frozen[idx])).item()
     assert live != pytest.approx(with_frozen)
 
 
-def test_objective_names_are_checked():
-    with pytest.raises(ValueError, match="unknown objective"):
-        Objective("infonce")
-    assert Objective("tok").uses_tokens and not Objective("tok").uses_boost
-    assert Objective("hn+tok").uses_tokens and Objective("hn+tok").uses_boost
+def test_unknown_accumulation_is_refused():
+    model = build_clip(TINY_ARCH)
+    images, ids = make_batch(4)
+    with pytest.raises(ValueError, match="unknown accumulation"):
+        next(losses(model, [MicroBatch(images, ids, torch.arange(4))], HNClipTokenLoss(), "summed"))

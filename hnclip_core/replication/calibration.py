@@ -1,10 +1,10 @@
 """Does the embedded toy reproduce the paper's phenomenon? Issue 12's targets, measured over seeds.
 
-The toy (:mod:`hnclip_core.toy`) should behave like Long-CLIP-L on DOCCI in the respects the paper's story
+The toy (:mod:`hnclip_core.toy.model`) should behave like Long-CLIP-L on DOCCI in the respects the paper's story
 rests on (arXiv 2608.18521 §2.1, §2.4, Fig. 4, Table 1, Table A1). Every check reads the **last** epoch
 (or every epoch where it says so) — no best-epoch selection:
 
-1. **a strong initialisation** (zero-shot, :mod:`hnclip_core.regime`): L_CLIP < 1e-3 on ≥ 50 % of random
+1. **a strong initialisation** (zero-shot, :mod:`hnclip_core.toy.regime`): L_CLIP < 1e-3 on ≥ 50 % of random
    16-pair micro-batches of the train split at the toy's s; ≥ 80 % of the test split's text→image top-1
    errors land on near-twins; ≥ 95 % of queries have their top-1 inside their own family;
 2. **dense-caption geometry** of the test captions: mean pairwise ≥ 0.75, mean hardest in [0.90, 0.99)
@@ -32,10 +32,11 @@ from pathlib import Path
 
 import torch
 
-from .data import load_pairs
+from ..data import load_pairs
+from ..longclip import load_longclip
+from ..train import TrainConfig, resolve_device, train
+from .experiment import objective_parameters
 from .geometry import caption_similarity_stats, encode_captions, in_batch_hardness
-from .longclip import load_longclip
-from .train import TrainConfig, resolve_device, train
 
 __all__ = ["CHECK_THRESHOLDS", "caption_geometry_of", "run_calibration", "evaluate_checks", "recheck"]
 
@@ -55,11 +56,8 @@ CHECK_THRESHOLDS = {
 
 def caption_geometry_of(config: TrainConfig, split: str = "test", progress: bool = False) -> dict:
     """Caption statistics of ``split`` under the initial text encoder of ``config`` (Fig. 1, Table A1)."""
-    from .toy import ensure_toy_model
-
-    checkpoint = config.checkpoint or ensure_toy_model()
     device = resolve_device(config.device)
-    model, _, tokenizer = load_longclip(checkpoint, device=device)
+    model, _, tokenizer = load_longclip(config.checkpoint, device=device)
     captions = [pair.caption for pair in load_pairs(config.dataset, config.data_root, split)]
     features = encode_captions(model, tokenizer, captions, device=device, progress=progress)
     geometry = caption_similarity_stats(features).as_dict()
@@ -68,19 +66,18 @@ def caption_geometry_of(config: TrainConfig, split: str = "test", progress: bool
 
 
 def zero_shot_regime_of(config: TrainConfig) -> dict:
-    """:func:`hnclip_core.regime.zero_shot_regime` of the initial model of ``config`` (synthetic benchmark)."""
-    from .regime import benchmark_tensors, zero_shot_regime
-    from .toy import ensure_toy_model
+    """:func:`hnclip_core.toy.regime.zero_shot_regime` of the initial model of ``config`` (synthetic benchmark)."""
+    from ..toy.regime import benchmark_tensors, zero_shot_regime
 
     if config.dataset != "synthetic":
         raise ValueError("the zero-shot regime needs the synthetic benchmark's families")
-    model, _, tokenizer = load_longclip(config.checkpoint or ensure_toy_model())
+    model, _, tokenizer = load_longclip(config.checkpoint)
     return zero_shot_regime(model, benchmark_tensors("train"), benchmark_tensors("test"), tokenizer)
 
 
 def evaluate_checks(runs: list[dict], geometry: dict, regime: dict) -> list[dict]:
     """The seven checks of the module docstring over the per-seed run summaries of :func:`run_calibration`,
-    the test captions' ``geometry`` and the zero-shot ``regime`` (:func:`hnclip_core.regime.zero_shot_regime`)."""
+    the test captions' ``geometry`` and the zero-shot ``regime`` (:func:`hnclip_core.toy.regime.zero_shot_regime`)."""
     t = CHECK_THRESHOLDS
 
     def mean(values):
@@ -170,8 +167,8 @@ def run_calibration(
     for seed in seeds:
         per_objective = {}
         for objective in objectives:
-            config = replace(base, objective=objective, seed=seed, monitor_every=monitor_every,
-                             output_dir=None, progress=progress)
+            config = replace(base, **objective_parameters(objective, base.gamma, base.token_weight), seed=seed,
+                             monitor_every=monitor_every, output_dir=None, progress=progress)
             per_objective[objective] = _run_summary(train(config))
         runs.append({"seed": seed, **per_objective})
     results = {

@@ -1,9 +1,9 @@
 """The paper's ablation studies as papermill grids, their results collected into one file, and their tables.
 
-Each study is a grid file in ``ablations/`` run by :mod:`hnclip_core.batch` over ``notebooks/ablation_run``
-(one training configuration per point, ``run.json`` per point). ``python -m hnclip_core.ablations`` (``make
+Each study is a grid file in ``ablations/`` run by :mod:`hnclip_core.replication.batch` over ``notebooks/ablation_run``
+(one training configuration per point, ``run.json`` per point). ``python -m hnclip_core.replication.ablations`` (``make
 ablations``) runs every grid, then :func:`collect` reads the points back by their parameters (not their folder
-names) into the sections of :mod:`hnclip_core.scorecard`'s ``measurements`` dict and writes them, with each
+names) into the sections of :mod:`hnclip_core.replication.scorecard`'s ``measurements`` dict and writes them, with each
 study's run time, to ``results/ablations.json``; chapter 5 draws its tables and figures from that file.
 
 =================  ======================================  ==========================================
@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .batch import POINT_FILE, collect_json, load_spec, load_summary, run_grid
-from .objective import OBJECTIVES
+from .experiment import OBJECTIVES
 from .report import DIRECTIONS, markdown_table, recall_table
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
     "throughput_table", "timing_table", "transfer_table", "write_results",
 ]
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY = Path(__file__).resolve().parents[2]
 GRID_DIR = REPOSITORY / "ablations"
 RESULTS_FILE = REPOSITORY / "results" / "ablations.json"
 #: Studies in the order they run (cheap, often-shared configurations first).
@@ -309,7 +309,7 @@ def throughput_table(measured: Mapping, paper: Mapping[str, Mapping[str, float]]
     """Table A3's comparison for every framework: training img/s with InfoNCE and with L_HN as the global term,
     L_HN's time relative to InfoNCE in the same framework, and each framework's InfoNCE time relative to the first
     (Long-CLIP full fine-tuning). ``measured`` is the JSON of ``benchmarks/framework_throughput.py --json``;
-    ``paper`` (framework → objective → img/s, e.g. :data:`hnclip_core.scorecard.PAPER_THROUGHPUT`) adds the
+    ``paper`` (framework → objective → img/s, e.g. :data:`hnclip_core.replication.scorecard.PAPER_THROUGHPUT`) adds the
     paper's numbers where it has them."""
     frameworks = measured["frameworks"]
     first = next(iter(frameworks))
@@ -338,7 +338,7 @@ def timing_table(studies: Mapping[str, Mapping]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m hnclip_core.ablations",
+    parser = argparse.ArgumentParser(prog="python -m hnclip_core.replication.ablations",
                                      description="Run the ablation grids (ablations/*.yaml) and collect them.")
     parser.add_argument("studies", nargs="*", default=list(STUDIES), help=f"studies to run (default: all: "
                         f"{', '.join(STUDIES)})")

@@ -1,0 +1,114 @@
+"""Command line: ``python -m hnclip_core {train,pretrain-toy,calibrate}`` (also installed as ``hnclip``).
+
+``train`` maps every :class:`~hnclip_core.train.TrainConfig` field onto an option, so the paper's main
+experiment on real files is one command (HN-CLIP by default; ``--gamma 0 --token-weight 0`` is InfoNCE)::
+
+    python -m hnclip_core train --checkpoint longclip-L.pt --dataset docci --data-root /data/docci \\
+        --output-dir runs/docci-hnclip
+
+``--checkpoint toy`` fine-tunes the embedded toy on the synthetic benchmark with the toy's preset
+(:data:`hnclip_core.toy.TOY_FINETUNE`) unless the options say otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import sys
+import typing
+
+from .. import toy  # noqa: F401  (registers the synthetic benchmark with load_pairs)
+from ..train import TrainConfig
+
+
+def _add_config_options(parser: argparse.ArgumentParser) -> None:
+    hints = typing.get_type_hints(TrainConfig)
+    for field in dataclasses.fields(TrainConfig):
+        option = "--" + field.name.replace("_", "-")
+        hint = hints[field.name]
+        default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+        help_text = field.metadata.get("help", "") + f" (default: {default})"
+        # Options left out stay None here, so that the toy's preset can fill them (see main).
+        if hint in (bool, bool | None):
+            parser.add_argument(option, action=argparse.BooleanOptionalAction, help=help_text)
+        elif field.name == "eval_ks":
+            parser.add_argument(option, type=int, nargs="+", metavar="K", help=help_text)
+        else:
+            kinds = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
+            parser.add_argument(option, type=kinds[0], metavar=kinds[0].__name__.upper(), help=help_text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m hnclip_core", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress messages")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train_parser = commands.add_parser("train", help="fine-tune and evaluate (defaults: the paper's recipe)")
+    _add_config_options(train_parser)
+
+    toy_parser = commands.add_parser(
+        "pretrain-toy", help="rebuild the embedded toy Long-CLIP from its recipe (the package ships it already)"
+    )
+    toy_parser.add_argument("--output", default=None, help="fp32 checkpoint path (default: the cache directory)")
+    toy_parser.add_argument("--restart", action="store_true", help="start afresh instead of resuming a saved state")
+    toy_parser.add_argument("--probe-every", type=int, default=300, metavar="STEPS",
+                     help="measure the zero-shot regime every STEPS Long-CLIP-stage steps (0: never)")
+    toy_parser.add_argument("--ship", action="store_true", help="then replace the shipped fp16 file and its record")
+    calibrate = commands.add_parser(
+        "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (four checks)"
+    )
+    calibrate.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    calibrate.add_argument("--objectives", nargs="+", default=["clip", "hn+tok"])
+    calibrate.add_argument("--monitor-every", type=int, default=3, help="gradient measurement interval (steps)")
+    calibrate.add_argument("--output", default="results/calibration.json")
+    calibrate.add_argument(
+        "--recheck", action="store_true", help="only re-evaluate the checks of the runs recorded in --output"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    if args.command == "train":
+        from ..train import train
+
+        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
+                  if getattr(args, f.name) is not None}
+        if values.get("checkpoint") == "toy":
+            from ..toy.model import toy_train_config
+
+            config = toy_train_config(**{k: v for k, v in values.items() if k != "checkpoint"})
+        else:
+            config = TrainConfig.from_dict(values)
+        results = train(config)
+        if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, one summary (rank 0's), not one per process
+            summary = {key: results[key] for key in ("zero_shot", "best", "last")}
+            json.dump(summary, sys.stdout, indent=2)
+            print()
+        return 0
+    if args.command == "pretrain-toy":
+        from ..toy.model import pretrain_toy, ship_toy
+
+        path = pretrain_toy(args.output, resume=not args.restart, probe_every=args.probe_every)
+        print(ship_toy(path) if args.ship else path)
+        return 0
+    if args.command == "calibrate":
+        from ..toy.model import toy_train_config
+        from .calibration import recheck, run_calibration
+
+        results = recheck(args.output) if args.recheck else run_calibration(
+            toy_train_config(), tuple(args.seeds), args.output, tuple(args.objectives), args.monitor_every,
+            progress=sys.stderr.isatty(),
+        )
+        json.dump(results["checks"], sys.stdout, indent=2, default=float)
+        print()
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
