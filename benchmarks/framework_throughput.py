@@ -24,13 +24,13 @@ from pathlib import Path
 
 import open_clip
 import torch
+from hnclip_core.objective import MicroBatch, Objective, accumulated_losses
 
 from hnclip_core.data import PairDataset, load_pairs
-from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 from hnclip_core.frameworks import FRAMEWORKS, TrainingView, build_framework
 from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen
-from hnclip_core.objective import MicroBatch, Objective, accumulated_losses
 from hnclip_core.toy import TOY_ARCHITECTURE
+from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 
 OBJECTIVES = ("clip", "hn")
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import open_clip
 import torch
+from hnclip_core.objective import ACCUMULATION_MODES, OBJECTIVES, MicroBatch, Objective, accumulated_losses
 
 from hnclip_core.longclip import (
     LONG_CONTEXT,
@@ -38,7 +39,6 @@ from hnclip_core.longclip import (
     keep_first_positions_frozen,
     longclip_param_groups,
 )
-from hnclip_core.objective import ACCUMULATION_MODES, OBJECTIVES, MicroBatch, Objective, accumulated_losses
 from hnclip_core.toy import TOY_ARCHITECTURE
 
 #: Long-CLIP-L = OpenAI ViT-L/14 (open_clip ``ViT-L-14-quickgelu``: embed 768, 224 px, patch 14, vision

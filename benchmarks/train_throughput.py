@@ -19,11 +19,11 @@ import time
 
 import open_clip
 import torch
-
-from hnclip_core.toy.synthetic import SyntheticConfig, generate_examples
-from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen, longclip_param_groups
 from hnclip_core.objective import MicroBatch, Objective, accumulated_losses
+
+from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen, longclip_param_groups
 from hnclip_core.toy import TOY_ARCHITECTURE
+from hnclip_core.toy.synthetic import SyntheticConfig, generate_examples
 
 OBJECTIVES = ("clip", "hn", "hn+tok")
 

@@ -185,7 +185,8 @@ print(exp.save_json("geometry", summary).name)
 # 2. **Twins and strangers** (synthetic benchmark). Each family is a base scene and members that differ from
 #    it in one detail; `synthetic_metadata.jsonlines`, beside the benchmark's `images/` folder, records each
 #    pair's `family_id` and `changed_detail` (the image file's name is the `example_id`). Print a base caption
-#    and one of its members side by side (`hnclip_core.replication.geometry.differing_phrases` shows where they differ) and
+#    and one of its members side by side (`hnclip_core.replication.geometry.differing_phrases` shows where they
+#    differ) and
 #    predict their Ḡ before reading it off `features`. Then, over the whole split: the mean Ḡ within families
 #    and across families, and the share of captions whose hardest companion (`geometry.hardest_negative_index`)
 #    is a family member. Which negatives will γḠ boost the most?

@@ -68,8 +68,8 @@ from IPython.display import Markdown, display
 
 from hnclip_core.data import PairDataset
 from hnclip_core.evaluate import encode_dataset
+from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, HNClipLoss
 from hnclip_core.replication.experiment import Experiment
-from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, clip_loss, hn_clip_loss
 from hnclip_core.replication.paper import SATURATION
 from hnclip_core.replication.plots import show
 from hnclip_core.replication.plots.saturation import (
@@ -79,7 +79,12 @@ from hnclip_core.replication.plots.saturation import (
     plot_gradient_dynamics,
 )
 from hnclip_core.replication.report import diagnostics_table, thresholds_table
-from hnclip_core.replication.saturation import boost_reweighting, hardness_concentration, margin_sweep, saturation_thresholds
+from hnclip_core.replication.saturation import (
+    boost_reweighting,
+    hardness_concentration,
+    margin_sweep,
+    saturation_thresholds,
+)
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, device=device, seed=seed, lr=lr,
@@ -172,14 +177,16 @@ def loss_and_gradients(loss_fn, v, t):
     return loss.detach(), v.grad, t.grad
 
 
+# The package's loss is an open_clip ClipLoss with the margin added to its logits; γ = 0 is InfoNCE.
+package_infonce, package_hn = HNClipLoss(gamma=0.0), HNClipLoss(gamma=gamma)
 generator = torch.Generator().manual_seed(seed)
 random_batch = [F.normalize(torch.randn(16, 64, generator=generator), dim=1) for _ in range(2)]
 for v, t in (random_batch, (V0, T0)):
     torch.testing.assert_close(loss_and_gradients(lambda v, t: info_nce(v, t, logit_scale), v, t),
-                               loss_and_gradients(lambda v, t: clip_loss(v, t, logit_scale), v, t))
+                               loss_and_gradients(lambda v, t: package_infonce(v, t, logit_scale), v, t))
     torch.testing.assert_close(loss_and_gradients(lambda v, t: boosted_loss(v, t, logit_scale, gamma), v, t),
-                               loss_and_gradients(lambda v, t: hn_clip_loss(v, t, logit_scale, gamma=gamma), v, t))
-print("Eq. 1 and Eq. 2 above match clip_loss and hn_clip_loss: values and gradients, on both batches")
+                               loss_and_gradients(lambda v, t: package_hn(v, t, logit_scale), v, t))
+print("Eq. 1 and Eq. 2 above match HNClipLoss(γ = 0) and HNClipLoss(γ): values and gradients, on both batches")
 
 # %% [markdown]
 # The three matrices of Eq. 2 for the constructed batch:
@@ -343,8 +350,8 @@ show(fig)
 
 # %%
 images, texts, model_scale = exp.first_training_batch()
-loss_clip = clip_loss(images, texts, model_scale).item()
-loss_hn = hn_clip_loss(images, texts, model_scale, gamma=gamma).item()
+loss_clip = package_infonce(images, texts, model_scale).item()
+loss_hn = package_hn(images, texts, model_scale).item()
 print(f"B = {len(images)}, s = {model_scale:.1f}")
 print(f"L_CLIP = {loss_clip:.4g} ({'solved' if loss_clip < SOLVED_LOSS_THRESHOLD else 'not solved'})")
 print(f"L_HN (γ = {gamma}) = {loss_hn:.4g}")
@@ -367,8 +374,8 @@ max_similarity = []
 for start in range(0, len(order) - micro_batch_size + 1, micro_batch_size):
     rows = order[start : start + micro_batch_size]
     v, t = train_images[rows], train_texts[rows]
-    batch_losses["InfoNCE (L_CLIP)"].append(clip_loss(v, t, model_scale).item())
-    batch_losses[f"L_HN (γ = {gamma})"].append(hn_clip_loss(v, t, model_scale, gamma=gamma).item())
+    batch_losses["InfoNCE (L_CLIP)"].append(package_infonce(v, t, model_scale).item())
+    batch_losses[f"L_HN (γ = {gamma})"].append(package_hn(v, t, model_scale).item())
     G = t @ t.T
     max_similarity.append(G.masked_fill(torch.eye(len(rows), dtype=torch.bool), -1).max().item())
 batch_losses = {name: torch.tensor(values) for name, values in batch_losses.items()}

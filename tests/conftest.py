@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 from hnclip_core.longclip import LONG_CONTEXT, ClipArchitecture, build_clip, save_longclip
+from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 
 TINY_ARCH = ClipArchitecture(
     embed_dim=32, image_size=32, patch_size=8, vision_width=64, vision_layers=1, vision_mlp_ratio=2.0,

@@ -1,14 +1,14 @@
 """The two readings of gradient accumulation (accumulation.py) under every objective of Table 3b."""
 
+from functools import partial
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-from hnclip_core.longclip import build_clip
-from functools import partial
-
 from hnclip_core.accumulation import MicroBatch, accumulated_losses
 from hnclip_core.features import encode_batch
+from hnclip_core.longclip import build_clip
 from hnclip_core.losses import HNClipTokenLoss
 
 from .conftest import TINY_ARCH

@@ -5,8 +5,8 @@ import open_clip
 import pytest
 import torch
 
-from hnclip_core.frameworks.augment import CaptionAugmentation, debias_caption, padded_token_ids, split_sentences
 from hnclip_core.features import encode_texts
+from hnclip_core.frameworks.augment import CaptionAugmentation, debias_caption, padded_token_ids, split_sentences
 from hnclip_core.longclip import LONG_CONTEXT, build_clip
 from hnclip_core.train import TrainConfig
 

@@ -12,12 +12,12 @@ import torch
 import torch.nn.functional as F
 
 from hnclip_core.data.docci import load_docci_pairs
-from hnclip_core.toy.synthetic import EDIT_KINDS
 from hnclip_core.evaluate import rank_changes, ranks_of_ground_truth, recall_at_k
-from hnclip_core.replication.geometry import caption_similarity_stats, encode_captions
 from hnclip_core.longclip import load_longclip
-from hnclip_core.losses import caption_margin, clip_loss, hn_clip_loss
+from hnclip_core.losses import HNClipLoss, caption_margin
+from hnclip_core.replication.geometry import caption_similarity_stats, encode_captions
 from hnclip_core.replication.saturation import saturation_thresholds
+from hnclip_core.toy.synthetic import EDIT_KINDS
 from hnclip_core.train import cosine_with_warmup, epoch_batches, training_subset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
@@ -26,6 +26,14 @@ from chapter02_helpers import TWIN, batch_summary, strong_init_batch, twin_margi
 from solutions import chapter01, chapter02, chapter03, chapter04, chapter05  # noqa: E402
 
 S_SCALE = 100.0
+
+
+def clip_loss(v, t, s):
+    return HNClipLoss(gamma=0.0)(v, t, s)
+
+
+def hn_clip_loss(v, t, s, gamma, margin_text_features=None):
+    return HNClipLoss(gamma)(v, t, s, margin_text_features=margin_text_features)
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +72,12 @@ def test_fixed_margin_is_infonce_at_zero_and_a_constant_boost_otherwise(batch):
                     for _ in range(2)]
     for v, t in (random_batch, [x.double() for x in batch]):
         torch.testing.assert_close(chapter02.fixed_margin_loss(v, t, S_SCALE, 0.0), clip_loss(v, t, S_SCALE))
-        # A constant margin is Eq. 2 with an all-ones caption similarity (the diagonal is masked either way).
-        ones = torch.ones(16, 16, dtype=torch.float64)
+        # A constant margin is Eq. 2 with an all-ones caption similarity (the diagonal is masked either way):
+        # the Ḡ of sixteen identical captions.
+        identical = torch.zeros(16, 4, dtype=torch.float64)
+        identical[:, 0] = 1.0
         torch.testing.assert_close(chapter02.fixed_margin_loss(v, t, S_SCALE, 0.3),
-                                   hn_clip_loss(v, t, S_SCALE, gamma=0.3, text_sim=ones))
+                                   hn_clip_loss(v, t, S_SCALE, gamma=0.3, margin_text_features=identical))
         torch.testing.assert_close(chapter02.boosted_loss(v, t, S_SCALE, 0.5),
                                    hn_clip_loss(v, t, S_SCALE, gamma=0.5))
 

@@ -2,6 +2,7 @@
 (and a deliberately wrong variant that must differ), adapters that train only themselves, and every framework
 training, evaluating, saving and reloading on the synthetic benchmark and on real-format (DOCCI + GOAL JSON) data."""
 
+import dataclasses
 import json
 import math
 
@@ -11,12 +12,10 @@ import torch
 import torch.nn.functional as F
 
 from hnclip_core.data import load_pairs
-from hnclip_core.frameworks.segments import SegmentFileError, read_goal_segments
-from hnclip_core.toy.synthetic import METADATA_FILE, SyntheticConfig, write_synthetic_benchmark
-from hnclip_core.replication.experiment import Experiment, _config_identity, run_directory
-from hnclip_core.frameworks import FRAMEWORKS
+from hnclip_core.frameworks import FRAMEWORKS, build_framework
 from hnclip_core.frameworks.finelip import cross_modal_scores, hinge_loss
 from hnclip_core.frameworks.goal import box_patch_mask, goal_total, masked_mean, region_alignment_loss
+from hnclip_core.frameworks.segments import SegmentFileError, read_goal_segments
 from hnclip_core.frameworks.structxlip import (
     annealed_weight,
     filter_visual_terms,
@@ -25,6 +24,8 @@ from hnclip_core.frameworks.structxlip import (
     word_windows,
 )
 from hnclip_core.longclip import LONG_CONTEXT, load_longclip_state_dict
+from hnclip_core.replication.experiment import Experiment, run_directory
+from hnclip_core.toy.synthetic import METADATA_FILE, SyntheticConfig, write_synthetic_benchmark
 from hnclip_core.train import TrainConfig, train
 
 TOKENIZER = open_clip.SimpleTokenizer(context_length=LONG_CONTEXT)
@@ -33,11 +34,17 @@ TOKENIZER = open_clip.SimpleTokenizer(context_length=LONG_CONTEXT)
 def tiny_config(checkpoint, data_root, tmp_path, **changes):
     values = dict(
         checkpoint=str(checkpoint), dataset="synthetic", data_root=str(data_root), epochs=1, micro_batch_size=4,
-        accumulation_steps=2, lr=1e-3, warmup_steps=1, eval_batch_size=16, eval_ks=(1, 5), objective="hn",
-        output_dir=str(tmp_path / "run"), progress=False, device="cpu",
+        accumulation_steps=2, lr=1e-3, warmup_steps=1, eval_batch_size=16, eval_ks=(1, 5), gamma=0.5,
+        token_weight=0.0, output_dir=str(tmp_path / "run"), progress=False, device="cpu",
     )
     values.update(changes)
     return TrainConfig(**values)
+
+
+def train_with(config, framework="longclip", segment_file=None, caption_augmentation="none", **kwargs):
+    """``train`` with a framework's hooks, as ``Experiment.run`` builds them."""
+    hooks = build_framework(framework, config.dataset, segment_file, caption_augmentation, config.seed)
+    return train(config, hooks=hooks, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------- references
@@ -140,7 +147,6 @@ def test_finelip_terms_match_loops():
 # ---------------------------------------------------------------------------------------------- adapters
 @pytest.mark.parametrize("name", ["lora", "dora"])
 def test_adapters_train_only_themselves(tiny_checkpoint, tiny_benchmark, tmp_path, name):
-    from hnclip_core.frameworks import build_framework
     from hnclip_core.longclip import load_longclip
 
     model = build_framework(name).prepare_model(load_longclip(tiny_checkpoint)[0])
@@ -149,7 +155,7 @@ def test_adapters_train_only_themselves(tiny_checkpoint, tiny_benchmark, tmp_pat
     assert any("lora_magnitude_vector" in n for n in trainable) == (name == "dora")
     assert all(".mlp.c_fc." in n or ".mlp.c_proj." in n for n in trainable)
 
-    train(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path, framework=name))
+    train_with(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path), name)
     state = torch.load(tmp_path / "run" / "training_state.pt", weights_only=True)["model"]
     initial = load_longclip_state_dict(tiny_checkpoint)
     adapters = {k: v for k, v in state.items() if "lora_" in k}
@@ -198,24 +204,22 @@ def real_format(tmp_path_factory):
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_framework_trains_and_evaluates_on_both_formats(tiny_checkpoint, tiny_benchmark, real_format, tmp_path,
                                                               framework):
-    synthetic = train(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / "s", framework=framework))
+    synthetic = train_with(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / "s"), framework)
     root, segment_file = real_format
-    real = train(tiny_config(
-        tiny_checkpoint, root, tmp_path / "r", framework=framework, dataset="docci", objective="clip",
-        segment_file=str(segment_file) if framework in ("goal", "structxlip") else None,
-    ))
+    real = train_with(tiny_config(tiny_checkpoint, root, tmp_path / "r", dataset="docci", gamma=0.0), framework,
+                      segment_file=str(segment_file) if framework in ("goal", "structxlip") else None)
     for result in (synthetic, real):
         assert [row["epoch"] for row in result["history"]] == [0, 1]
         assert math.isfinite(result["last"]["train_loss"]) and 0 <= result["last"]["mean_r1"] <= 100
-        assert result["config"]["framework"] == framework
 
 
 @pytest.mark.parametrize("framework", ["finelip", "lora", "structxlip"])
 def test_resume_and_trained_model_reload(tiny_checkpoint, tiny_benchmark, tmp_path, monkeypatch, framework):
     from hnclip_core import train as train_module
 
-    full = train(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / "full", framework=framework, epochs=2))
-    killed = tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / "cut", framework=framework, epochs=2)
+    full = train_with(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / "full", epochs=2), framework)
+    full["config"]["framework"] = framework  # as Experiment.run records it
+    killed = tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / "cut", epochs=2)
     original = train_module._Run.train_epoch
 
     def dies_in_epoch_2(self, epoch):
@@ -225,9 +229,9 @@ def test_resume_and_trained_model_reload(tiny_checkpoint, tiny_benchmark, tmp_pa
 
     monkeypatch.setattr(train_module._Run, "train_epoch", dies_in_epoch_2)
     with pytest.raises(KeyboardInterrupt):
-        train(killed)
+        train_with(killed, framework)
     monkeypatch.setattr(train_module._Run, "train_epoch", original)
-    resumed = train(killed, resume=True)
+    resumed = train_with(killed, framework, resume=True)
     strip = [{k: v for k, v in row.items() if k != "seconds"} for row in full["history"]]
     assert strip == [{k: v for k, v in row.items() if k != "seconds"} for row in resumed["history"]]
 
@@ -241,33 +245,32 @@ def test_resume_and_trained_model_reload(tiny_checkpoint, tiny_benchmark, tmp_pa
 
 def test_augmentation_trains_with_any_framework(tiny_checkpoint, tiny_benchmark, tmp_path):
     for framework in ("longclip", "goal"):
-        result = train(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / framework, framework=framework,
-                                   caption_augmentation="debias", objective="hn+tok"))
+        result = train_with(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / framework, token_weight=1.0),
+                            framework, caption_augmentation="debias")
         assert math.isfinite(result["last"]["train_loss"])
 
 
 # ---------------------------------------------------------------------------------------------- identity, errors
-def test_new_fields_at_their_defaults_keep_cached_run_identities():
-    config = TrainConfig(checkpoint="x.pt")
-    identity = _config_identity(config)
-    assert not {"framework", "caption_augmentation", "segment_file"} & set(identity)
-    lora = TrainConfig(checkpoint="x.pt", framework="lora")
-    assert _config_identity(lora)["framework"] == "lora"
+def test_the_framework_is_part_of_a_run_identity():
+    settings = {**dataclasses.asdict(TrainConfig(checkpoint="x.pt")), "objective": "hn+tok", "framework": "longclip",
+                "caption_augmentation": "none", "segment_file": None}
+    lora = {**settings, "framework": "lora"}
     assert run_directory("runs", lora).name.startswith("lora-hn_tok-")
-    assert run_directory("runs", config).name.startswith("hn_tok-")
-    assert run_directory("runs", config) != run_directory("runs", lora)
+    assert run_directory("runs", settings).name.startswith("hn_tok-")
+    assert run_directory("runs", settings) != run_directory("runs", lora)
 
 
 def test_configuration_and_segment_errors(tiny_checkpoint, real_format, tmp_path):
     with pytest.raises(ValueError, match="unknown framework"):
-        TrainConfig(framework="clip-adapter")
-    with pytest.raises(ValueError, match="accumulation='naive'"):
-        TrainConfig(framework="goal", accumulation="cached")
+        build_framework("clip-adapter")
     with pytest.raises(ValueError, match="segment_file is read by"):
-        TrainConfig(framework="lora", segment_file="s.json")
+        build_framework("lora", segment_file="s.json")
     root, segment_file = real_format
+    with pytest.raises(ValueError, match="accumulation='naive'"):
+        train_with(tiny_config(tiny_checkpoint, root, tmp_path, dataset="docci", accumulation="cached"), "goal",
+                   segment_file=str(segment_file))
     with pytest.raises(ValueError, match="needs segment_file"):
-        train(tiny_config(tiny_checkpoint, root, tmp_path, framework="goal", dataset="docci"))
+        train_with(tiny_config(tiny_checkpoint, root, tmp_path, dataset="docci"), "goal")
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps([{"original_filename": "a.png", "segment": [{"caption": "x"}]}]))
     with pytest.raises(SegmentFileError, match=r"broken.json: record 0, segment 0: missing fields"):
@@ -275,5 +278,4 @@ def test_configuration_and_segment_errors(tiny_checkpoint, real_format, tmp_path
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps(json.loads(segment_file.read_text())[1:]))
     with pytest.raises(SegmentFileError, match=r"partial.json: 1 of \d+ training images have no segment"):
-        train(tiny_config(tiny_checkpoint, root, tmp_path, framework="goal", dataset="docci",
-                          segment_file=str(partial)))
+        train_with(tiny_config(tiny_checkpoint, root, tmp_path, dataset="docci"), "goal", segment_file=str(partial))

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from hnclip_core.longclip import ClipArchitecture, build_clip
 from hnclip_core.replication.geometry import (
     batch_caption_matrix,
     caption_similarity_stats,
@@ -20,7 +21,6 @@ from hnclip_core.replication.geometry import (
     off_diagonal_mean,
     shared_content_words,
 )
-from hnclip_core.longclip import ClipArchitecture, build_clip
 
 
 def vectors_with_cosines(gram: list[list[float]]) -> torch.Tensor:

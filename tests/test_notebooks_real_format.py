@@ -12,12 +12,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from hnclip_core.data import load_pairs
 from hnclip_core.replication.ablations import collect
 from hnclip_core.replication.batch import run_grid
-from hnclip_core.data import load_pairs
-from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 from hnclip_core.replication.scorecard import build_scorecard
 from hnclip_core.replication.tutorial import chapter_notebooks, run_tutorial
+from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

@@ -7,7 +7,12 @@ from PIL import Image
 
 from hnclip_core.data.pairs import ImageCaptionPair
 from hnclip_core.evaluate import rank_changes, retrieval_examples, top_k_images
-from hnclip_core.replication.geometry import caption_similarity_stats, differing_phrases, in_batch_hardness, near_duplicate_pairs
+from hnclip_core.replication.geometry import (
+    caption_similarity_stats,
+    differing_phrases,
+    in_batch_hardness,
+    near_duplicate_pairs,
+)
 from hnclip_core.replication.paper import CAPTION_GEOMETRY, DOCCI_RECALL, paper_mean_r1
 from hnclip_core.replication.plots import save_figure
 from hnclip_core.replication.plots.geometry import (
@@ -17,7 +22,12 @@ from hnclip_core.replication.plots.geometry import (
     plot_hardness_buckets,
     plot_near_twins,
 )
-from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep, plot_retrievals, plot_training_losses
+from hnclip_core.replication.plots.training import (
+    plot_convergence,
+    plot_metric_sweep,
+    plot_retrievals,
+    plot_training_losses,
+)
 from hnclip_core.replication.report import checks_table, geometry_table, recall_table
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hnclip_core.toy.cache import cache_dir
-from hnclip_core.toy import synthetic
 from hnclip_core.data.docci import load_docci_pairs
+from hnclip_core.toy import synthetic
+from hnclip_core.toy.cache import cache_dir
 from hnclip_core.toy.synthetic import (
     OBJECT_COLOURS,
     SyntheticConfig,

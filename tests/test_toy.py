@@ -9,8 +9,8 @@ import torch
 
 import hnclip_core.toy.pretrain as pretrain_module
 from hnclip_core.longclip import KEEP_POSITIONS, LONG_CONTEXT, load_longclip, stretch_positional_embedding
-from hnclip_core.toy.pretrain import PretrainRecipe, pretrain
 from hnclip_core.toy import TOY_ARCHITECTURE, TOY_RECIPE, ensure_toy_model, shipped_toy_path
+from hnclip_core.toy.pretrain import PretrainRecipe, pretrain
 
 MICRO = PretrainRecipe(TOY_ARCHITECTURE, clip_steps=3, long_steps=3, batch_size=8, warmup_steps=1)
 

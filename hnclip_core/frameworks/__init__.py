@@ -45,6 +45,8 @@ def build_framework(name: str, dataset: str = "synthetic", segment_file: str | N
     only with them."""
     if name not in FRAMEWORKS:
         raise ValueError(f"unknown framework {name!r}; choose one of {FRAMEWORKS}")
+    if segment_file is not None and name not in SEGMENT_FRAMEWORKS:
+        raise ValueError(f"segment_file is read by the frameworks {SEGMENT_FRAMEWORKS} only, not {name!r}")
     augmentation = None
     if caption_augmentation != "none":
         augmentation = CaptionAugmentation(caption_augmentation, None, seed)  # the tokenizer comes with the data

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from hnclip_core.toy.synthetic import METADATA_FILE
 from hnclip_core.replication.geometry import differing_phrases
+from hnclip_core.toy.synthetic import METADATA_FILE
 
 __all__ = ["synthetic_metadata", "similarity_matrix", "exercise1", "exercise2", "exercise3"]
 

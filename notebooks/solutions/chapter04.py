@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import torch
 import torch.nn.functional as F
 
-from hnclip_core.losses import hn_clip_loss
+from hnclip_core.losses import HNClipLoss
 from hnclip_core.replication.paper import CAPTION_GEOMETRY
 
 __all__ = ["margin_per_epoch", "applied_margins", "exercise1", "log_reweighting", "exercise2", "exercise3"]
@@ -99,7 +99,7 @@ def exercise2(v: torch.Tensor, t: torch.Tensor,
               settings: Sequence[tuple[float, float]] = ((100.0, 0.5), (50.0, 1.0)), query: int = 0) -> dict:
     """s and γ are not interchangeable, though Eq. 4's re-weighting sees only their product.
 
-    For each (s, γ) of ``settings``: ``loss`` = L_HN on the batch (``hn_clip_loss``), ``loss_without_S`` =
+    For each (s, γ) of ``settings``: ``loss`` = L_HN on the batch (``HNClipLoss``), ``loss_without_S`` =
     L_HN with the image features set to 0 (S = 0, only the boost left), and ``log_reweighting`` of ``query``'s
     negatives (:func:`log_reweighting`). At equal s·γ the re-weightings and the losses without S agree, the
     losses do not: L_HN's logits are sS + sγḠ, and s also sharpens the image–caption part. So App. B.2's
@@ -108,8 +108,8 @@ def exercise2(v: torch.Tensor, t: torch.Tensor,
     """
     result: dict = {"loss": {}, "loss_without_S": {}, "log_reweighting": {}}
     for s, gamma in settings:
-        result["loss"][(s, gamma)] = hn_clip_loss(v, t, s, gamma).item()
-        result["loss_without_S"][(s, gamma)] = hn_clip_loss(torch.zeros_like(v), t, s, gamma).item()
+        result["loss"][(s, gamma)] = HNClipLoss(gamma)(v, t, s).item()
+        result["loss_without_S"][(s, gamma)] = HNClipLoss(gamma)(torch.zeros_like(v), t, s).item()
         result["log_reweighting"][(s, gamma)] = log_reweighting(v, t, s, gamma, query)
     return result
 
