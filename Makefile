@@ -26,6 +26,7 @@ test: unit-test notebook-test
 
 unit-test: $(STAMP)
 	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 # nbval compares what is deterministic exactly; the trained numbers the chapters wrote are then compared with
@@ -61,6 +62,7 @@ notebooks: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache runs

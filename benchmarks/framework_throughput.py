@@ -20,16 +20,20 @@ import platform
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import open_clip
 import torch
-from hnclip_core.objective import MicroBatch, Objective, accumulated_losses
 
+from hnclip_core.accumulation import MicroBatch, accumulated_losses
 from hnclip_core.data import PairDataset, load_pairs
-from hnclip_core.frameworks import FRAMEWORKS, TrainingView, build_framework
+from hnclip_core.features import encode_batch
+from hnclip_core.frameworks import FRAMEWORKS, build_framework
 from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen
-from hnclip_core.toy import TOY_ARCHITECTURE
+from hnclip_core.losses import HNClipTokenLoss
+from hnclip_core.replication.experiment import objective_parameters
+from hnclip_core.toy import TOY_ARCHITECTURE  # importing hnclip_core.toy registers the synthetic dataset
 from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 
 OBJECTIVES = ("clip", "hn")
@@ -40,13 +44,13 @@ class Setup:
 
     def __init__(self, name: str, pairs, preprocess, tokenizer):
         torch.manual_seed(0)
-        self.framework = build_framework(name, pairs, preprocess, tokenizer, "synthetic")
+        self.framework = build_framework(name, "synthetic")
         model = build_clip(dataclasses.replace(TOY_ARCHITECTURE, context_length=LONG_CONTEXT)).train()
         keep_first_positions_frozen(model)
-        self.model = self.framework.prepare_model(model)
+        # the model to train (adapters, extra heads) and the items with the framework's per-pair inputs
+        self.model, self.items = self.framework.prepare(model, PairDataset(pairs, preprocess, tokenizer))
+        self.encode = partial(encode_batch, self.model)
         self.optimizer = torch.optim.AdamW(self.framework.param_groups(self.model, 0.01), lr=1e-6)
-        dataset = PairDataset(pairs, preprocess, tokenizer)
-        self.items = TrainingView(dataset, self.framework) if self.framework.needs_extras else dataset
 
     def micro_batches(self, indices: list[int], size: int) -> list[MicroBatch]:
         images, tokens, *extras = torch.utils.data.default_collate([self.items[i] for i in indices])
@@ -57,17 +61,17 @@ class Setup:
             for i in range(0, len(indices), size)
         ]
 
-    def time_steps(self, objective: Objective, indices: list[int], size: int, steps: int) -> float:
+    def time_steps(self, loss_fn: HNClipTokenLoss, indices: list[int], size: int, steps: int) -> float:
         started = time.perf_counter()
         for step in range(steps):
             micro = self.micro_batches(indices, size)
             self.framework.start_step(1, step, steps)
             self.optimizer.zero_grad(set_to_none=True)
             if self.framework.has_auxiliary_loss:
-                losses = (self.framework.loss(self.model, m, objective, self.model.logit_scale.exp()) / len(micro)
+                losses = (self.framework.loss(self.model, m, loss_fn, self.model.logit_scale.exp()) / len(micro)
                           for m in micro)
             else:
-                losses = accumulated_losses(self.model, micro, objective, "naive")
+                losses = accumulated_losses(self.encode, self.model.logit_scale, micro, loss_fn, "naive")
             for loss in losses:
                 loss.backward()
             self.optimizer.step()
@@ -97,7 +101,7 @@ def main() -> None:
             raise SystemExit(f"only {len(pairs)} training pairs for a batch of {batch}")
         indices = list(range(batch))
         setups = {name: Setup(name, pairs, preprocess, tokenizer) for name in args.frameworks}
-        objectives = {name: Objective(name) for name in OBJECTIVES}
+        objectives = {name: HNClipTokenLoss(**objective_parameters(name)) for name in OBJECTIVES}
         for setup in setups.values():  # warm-up
             setup.time_steps(objectives["clip"], indices, args.micro_batch_size, 1)
         seconds = {(f, o): [] for f in setups for o in OBJECTIVES}

@@ -26,12 +26,14 @@ import math
 import platform
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 
 import open_clip
 import torch
-from hnclip_core.objective import ACCUMULATION_MODES, OBJECTIVES, MicroBatch, Objective, accumulated_losses
 
+from hnclip_core.accumulation import ACCUMULATION_MODES, MicroBatch, accumulated_losses
+from hnclip_core.features import encode_batch
 from hnclip_core.longclip import (
     LONG_CONTEXT,
     ClipArchitecture,
@@ -39,6 +41,8 @@ from hnclip_core.longclip import (
     keep_first_positions_frozen,
     longclip_param_groups,
 )
+from hnclip_core.losses import HNClipTokenLoss
+from hnclip_core.replication.experiment import OBJECTIVES, objective_parameters
 from hnclip_core.toy import TOY_ARCHITECTURE
 
 #: Long-CLIP-L = OpenAI ViT-L/14 (open_clip ``ViT-L-14-quickgelu``: embed 768, 224 px, patch 14, vision
@@ -90,20 +94,22 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_steps(model, optimizer, micro_batches, objective, accumulation, steps, device, autocast) -> float:
-    """``steps`` optimizer steps as ``hnclip_core.train`` runs them (autocast around forward and backward,
-    ``loss.item()`` after each micro-batch); seconds between synchronised start and end."""
+def time_steps(model, optimizer, micro_batches, objective, loss_fn, accumulation, steps, device, autocast) -> float:
+    """``steps`` optimizer steps of ``objective`` (its loss ``loss_fn``) as ``hnclip_core.train`` runs them
+    (autocast around forward and backward, ``loss.item()`` after each micro-batch); seconds between synchronised
+    start and end."""
+    encode = partial(encode_batch, model)
     synchronize(device)
     started = time.perf_counter()
     for _ in range(steps):
         optimizer.zero_grad(set_to_none=True)
         total = 0.0
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
-            for loss in accumulated_losses(model, micro_batches, objective, accumulation):
+            for loss in accumulated_losses(encode, model.logit_scale, micro_batches, loss_fn, accumulation):
                 loss.backward()
                 total += loss.item()
         if not math.isfinite(total):
-            raise FloatingPointError(f"{objective.name} ({accumulation}): loss is {total}")
+            raise FloatingPointError(f"{objective} ({accumulation}): loss is {total}")
         optimizer.step()
     synchronize(device)
     return time.perf_counter() - started
@@ -119,7 +125,7 @@ def main() -> None:
     parser.add_argument("--accumulation-steps", type=int, default=8)
     parser.add_argument("--accumulation", choices=ACCUMULATION_MODES, nargs="+", default=["naive"],
                         help="one or both readings of accumulation (interleaved with the objectives)")
-    parser.add_argument("--objectives", choices=OBJECTIVES, nargs="+", default=list(DEFAULT_OBJECTIVES))
+    parser.add_argument("--objectives", choices=tuple(OBJECTIVES), nargs="+", default=list(DEFAULT_OBJECTIVES))
     parser.add_argument("--caption-tokens", type=int, default=MEAN_CAPTION_TOKENS, help="mean caption length")
     parser.add_argument("--autocast", action=argparse.BooleanOptionalAction, default=None,
                         help="bf16 autocast (default: on for CUDA, off otherwise, as hnclip_core.train)")
@@ -156,19 +162,20 @@ def main() -> None:
              for i in range(0, batch, size)]
     trimmed = statistics.mean(int(lengths[i : i + size].max()) for i in range(0, batch, size))
     cases = [(acc, name) for acc in args.accumulation for name in objectives_present]
-    objectives = {name: Objective(name) for name in objectives_present}
+    losses = {name: HNClipTokenLoss(**objective_parameters(name)) for name in objectives_present}
 
     cuda = device.type == "cuda"
     for accumulation, name in cases:  # warm-up; also allocates AdamW's state
-        time_steps(model, optimizer, micro, objectives[name], accumulation, 1, device, autocast)
+        time_steps(model, optimizer, micro, name, losses[name], accumulation, 1, device, autocast)
     resident = torch.cuda.memory_allocated(device) if cuda else None
     seconds = {case: [] for case in cases}
     peaks = {case: (0, 0) for case in cases}
     for _ in range(args.rounds):
         for case in cases:
+            accumulation, name = case
             if cuda:
                 torch.cuda.reset_peak_memory_stats(device)
-            seconds[case].append(time_steps(model, optimizer, micro, objectives[case[1]], case[0], args.steps,
+            seconds[case].append(time_steps(model, optimizer, micro, name, losses[name], accumulation, args.steps,
                                             device, autocast))
             if cuda:
                 allocated, reserved = torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)

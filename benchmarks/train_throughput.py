@@ -16,12 +16,16 @@ import dataclasses
 import platform
 import statistics
 import time
+from functools import partial
 
 import open_clip
 import torch
-from hnclip_core.objective import MicroBatch, Objective, accumulated_losses
 
+from hnclip_core.accumulation import ACCUMULATION_MODES, MicroBatch, accumulated_losses
+from hnclip_core.features import encode_batch
 from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen, longclip_param_groups
+from hnclip_core.losses import HNClipTokenLoss
+from hnclip_core.replication.experiment import objective_parameters
 from hnclip_core.toy import TOY_ARCHITECTURE
 from hnclip_core.toy.synthetic import SyntheticConfig, generate_examples
 
@@ -36,11 +40,12 @@ def fixed_batch(size: int):
     return torch.stack([preprocess(e.image) for e in examples]), tokenizer([e.caption for e in examples])
 
 
-def time_steps(model, optimizer, micro_batches, objective, accumulation, steps):
+def time_steps(model, optimizer, micro_batches, loss_fn, accumulation, steps):
+    encode = partial(encode_batch, model)
     started = time.perf_counter()
     for _ in range(steps):
         optimizer.zero_grad(set_to_none=True)
-        for loss in accumulated_losses(model, micro_batches, objective, accumulation):
+        for loss in accumulated_losses(encode, model.logit_scale, micro_batches, loss_fn, accumulation):
             loss.backward()
         optimizer.step()
     return time.perf_counter() - started
@@ -52,7 +57,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2, help="optimizer steps per objective per round")
     parser.add_argument("--micro-batch-size", type=int, default=16)
     parser.add_argument("--accumulation-steps", type=int, default=8)
-    parser.add_argument("--accumulation", choices=("naive", "cached"), default="naive")
+    parser.add_argument("--accumulation", choices=ACCUMULATION_MODES, default="naive")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -65,7 +70,7 @@ def main() -> None:
     micro = [
         MicroBatch(images[i : i + size], tokens[i : i + size], torch.arange(i, i + size)) for i in range(0, batch, size)
     ]
-    objectives = {name: Objective(name) for name in OBJECTIVES}
+    objectives = {name: HNClipTokenLoss(**objective_parameters(name)) for name in OBJECTIVES}
     for objective in objectives.values():  # warm-up
         time_steps(model, optimizer, micro, objective, args.accumulation, 1)
     seconds = {name: [] for name in OBJECTIVES}

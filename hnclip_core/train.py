@@ -200,7 +200,7 @@ class TrainingHooks:
     def start_step(self, epoch: int, step: int, steps_per_epoch: int) -> None:
         """Called before each optimizer step (``epoch`` from 1, ``step`` counted over the whole run from 0)."""
 
-    def loss(self, model, micro: MicroBatch, loss: HNClipTokenLoss, logit_scale: torch.Tensor,
+    def loss(self, model, micro: MicroBatch, loss_fn: HNClipTokenLoss, logit_scale: torch.Tensor,
              margin_text_features: torch.Tensor | None = None) -> torch.Tensor:
         """The loss of one micro-batch (only called when :attr:`has_auxiliary_loss`)."""
         raise NotImplementedError

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from hnclip_core.features import encode_texts
+from hnclip_core.frameworks import build_framework
 from hnclip_core.frameworks.augment import CaptionAugmentation, debias_caption, padded_token_ids, split_sentences
 from hnclip_core.longclip import LONG_CONTEXT, build_clip
-from hnclip_core.train import TrainConfig
 
 from .conftest import TINY_ARCH
 
@@ -62,6 +62,6 @@ def test_token_padding_shifts_the_caption_and_encodes_as_the_explicit_sequence()
 
 def test_unknown_augmentation_is_refused():
     with pytest.raises(ValueError, match="caption_augmentation"):
-        TrainConfig(caption_augmentation="shuffle")
+        build_framework("longclip", caption_augmentation="shuffle")
     with pytest.raises(ValueError, match="caption_augmentation"):
         CaptionAugmentation("shuffle", TOKENIZER)

@@ -1,33 +1,56 @@
-"""``python -m hnclip_core`` maps its options onto TrainConfig (__main__.py)."""
+"""``python -m hnclip_core`` maps its options onto TrainConfig (replication/cli.py)."""
 
 import json
 
 import pytest
 
 from hnclip_core.replication.cli import build_parser, main
+from hnclip_core.toy import TOY_FINETUNE
 
 
 def test_every_config_field_is_an_option_with_help():
     parser = build_parser()
-    args = parser.parse_args(["train", "--objective", "clip", "--gamma", "0.25", "--eval-ks", "1", "5", "--resume"])
-    assert args.objective == "clip" and args.gamma == 0.25 and args.eval_ks == [1, 5] and args.resume is True
-    assert args.lr == 2e-6 and args.micro_batch_size == 16 and args.accumulation_steps == 8
+    args = parser.parse_args(["train", "--gamma", "0", "--token-weight", "0", "--eval-ks", "1", "5", "--resume"])
+    assert args.gamma == 0 and args.token_weight == 0 and args.eval_ks == [1, 5] and args.resume is True
+    # options not given stay unset here; TrainConfig's defaults (the paper's recipe) apply
+    assert args.lr is None and args.micro_batch_size is None
+    assert "(default: 2e-06)" in parser._subparsers._group_actions[0].choices["train"].format_help()
 
 
 def test_train_command_runs_and_prints_results(tiny_checkpoint, tiny_benchmark, tmp_path, capsys):
     code = main([
-        "train", "--checkpoint", str(tiny_checkpoint), "--data-root", str(tiny_benchmark), "--epochs", "1",
-        "--micro-batch-size", "8", "--accumulation-steps", "2", "--objective", "hn", "--eval-ks", "1",
-        "--output-dir", str(tmp_path / "run"), "--no-progress",
+        "train", "--checkpoint", str(tiny_checkpoint), "--dataset", "synthetic", "--data-root", str(tiny_benchmark),
+        "--epochs", "1", "--micro-batch-size", "8", "--accumulation-steps", "2", "--token-weight", "0",
+        "--eval-ks", "1", "--output-dir", str(tmp_path / "run"), "--no-progress",
     ])
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["last"]["epoch"] == 1 and "t2i_r1" in printed["best"]
-    assert (tmp_path / "run" / "history.json").is_file()
+    history = json.loads((tmp_path / "run" / "history.json").read_text())
+    assert history["config"]["gamma"] == 0.5 and history["config"]["token_weight"] == 0.0
+    assert history["config"]["lr"] == 2e-6  # the paper's recipe for a real checkpoint
+
+
+def test_the_toy_checkpoint_takes_the_toy_preset(monkeypatch):
+    import hnclip_core.train
+
+    seen = {}
+
+    def record(config):
+        seen["config"] = config
+        return {"zero_shot": {}, "best": {}, "last": {}}
+
+    monkeypatch.setattr(hnclip_core.train, "train", record)
+    main(["train", "--checkpoint", "toy", "--epochs", "1"])
+    config = seen["config"]
+    assert config.dataset == "synthetic" and config.lr == TOY_FINETUNE["lr"] and config.epochs == 1
+    assert config.checkpoint.endswith(".pt")
 
 
 def test_bad_values_are_reported(tiny_checkpoint):
-    with pytest.raises(ValueError, match="unknown objective"):
-        main(["train", "--checkpoint", str(tiny_checkpoint), "--objective", "infonce"])
+    with pytest.raises(ValueError, match="checkpoint is required"):
+        main(["train", "--dataset", "docci"])
+    with pytest.raises(ValueError, match="gamma and token_weight must be"):
+        main(["train", "--checkpoint", str(tiny_checkpoint), "--gamma", "-1"])
     with pytest.raises(SystemExit):
         main(["train", "--epochs", "many"])

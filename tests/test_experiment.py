@@ -1,6 +1,6 @@
 """Notebook parameters → Experiment: validation messages, the load-or-train run cache, and its helpers."""
 
-import hashlib
+import dataclasses
 import json
 
 import pytest
@@ -54,21 +54,21 @@ def test_output_dir_falls_back_to_the_environment_variable(tmp_path, monkeypatch
     assert Experiment(output_dir=str(tmp_path / "given")).output_path == tmp_path / "given"
 
 
-def test_run_directory_depends_on_what_the_run_computes_only():
-    base = TrainConfig(checkpoint="a.pt", objective="hn")
-    assert run_directory("runs", base) == run_directory("runs", TrainConfig(checkpoint="a.pt", objective="hn",
-                                                                            progress=True, device="cpu"))
-    assert run_directory("runs", base) != run_directory("runs", TrainConfig(checkpoint="a.pt", objective="hn",
-                                                                            gamma=0.25))
-    assert run_directory("runs", base).name.startswith("hn-")
-    # an option added later leaves the identity of runs that do not use it unchanged ...
-    identity = {k: v for k, v in experiment_module._config_identity(base).items()}
-    assert "logit_scale" not in identity
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
-    assert run_directory("runs", base).name == f"hn-{digest}"
-    # ... and separates the runs that do
-    assert run_directory("runs", base) != run_directory("runs", TrainConfig(checkpoint="a.pt", objective="hn",
-                                                                            logit_scale=50.0))
+def settings(objective="hn", **changes):
+    config = TrainConfig(checkpoint="a.pt", **{**experiment_module.objective_parameters(objective), **changes})
+    return {**dataclasses.asdict(config), "objective": objective, "framework": "longclip",
+            "caption_augmentation": "none", "segment_file": None}
+
+
+def test_run_directory_depends_on_what_the_run_computes_only(monkeypatch):
+    base = run_directory("runs", settings())
+    assert base == run_directory("runs", settings(progress=True, device="cpu"))
+    assert base != run_directory("runs", settings(gamma=0.25))
+    assert base != run_directory("runs", settings(logit_scale=50.0))
+    assert base.name.startswith("hn-") and run_directory("runs", settings("hn+tok")).name.startswith("hn_tok-")
+    # a new version of the run cache trains every run anew
+    monkeypatch.setattr(experiment_module, "RUN_CACHE_VERSION", experiment_module.RUN_CACHE_VERSION + 1)
+    assert run_directory("runs", settings()) != base
 
 
 def test_run_is_load_or_train_and_resumes_an_interrupted_run(tiny_checkpoint, tiny_benchmark, tmp_path, monkeypatch):
@@ -78,8 +78,8 @@ def test_run_is_load_or_train_and_resumes_an_interrupted_run(tiny_checkpoint, ti
 
     calls = []
     real_train = experiment_module.train
-    monkeypatch.setattr(experiment_module, "train",
-                        lambda config, zero_shot=None: calls.append(config) or real_train(config, zero_shot=zero_shot))
+    monkeypatch.setattr(experiment_module, "train", lambda config, zero_shot=None, hooks=None: calls.append(config)
+                        or real_train(config, zero_shot=zero_shot, hooks=hooks))
     again = exp.run(objective="hn")
     assert calls == [] and again["history"] == first["history"]  # read back, not retrained
 
@@ -88,7 +88,7 @@ def test_run_is_load_or_train_and_resumes_an_interrupted_run(tiny_checkpoint, ti
 
     # An interrupted run (history.json of fewer epochs than asked, state on disk) is resumed.
     longer = tiny_experiment(tiny_checkpoint, tiny_benchmark, tmp_path, epochs=2)
-    run_dir = run_directory(longer.output_path / "runs", longer.train_config(objective="hn"))
+    run_dir = run_directory(longer.output_path / "runs", longer.run_settings(objective="hn")[1])
     run_dir.mkdir(parents=True)
     for name in ("history.json", "training_state.pt"):
         (run_dir / name).write_bytes((experiment_module.Path(first["run_dir"]) / name).read_bytes())
@@ -131,9 +131,9 @@ def test_runs_share_their_zero_shot_evaluation_without_changing_the_training(tin
     evaluations = []
     original = experiment_module.train
 
-    def counting_train(config, zero_shot=None):
+    def counting_train(config, zero_shot=None, hooks=None):
         evaluations.append(zero_shot)
-        return original(config, zero_shot=zero_shot)
+        return original(config, zero_shot=zero_shot, hooks=hooks)
 
     monkeypatch.setattr(experiment_module, "train", counting_train)
     # another objective and learning rate: the same initial model and split, so the same zero-shot row

@@ -16,7 +16,7 @@ import torch.nn.functional as F  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from hnclip_core.diagnostics import GradientMeasurement, GradientMonitor  # noqa: E402
-from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, caption_margin, clip_loss, hn_clip_loss  # noqa: E402
+from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, HNClipLoss, caption_margin  # noqa: E402
 from hnclip_core.replication.plots.saturation import (  # noqa: E402
     boost_explorer_figure,
     plot_boost_posteriors,
@@ -140,7 +140,7 @@ def test_boost_weights_equal_autograd(gamma):
     batch = image.shape[0]
     targets = torch.arange(batch)
 
-    # image→text row terms, logits formed as in hn_clip_loss: ∂(Σ_i L_i)/∂S_ij = s·(p̃_ij − δ_ij)
+    # image→text row terms, logits formed as in HNClipLoss: ∂(Σ_i L_i)/∂S_ij = s·(p̃_ij − δ_ij)
     similarity = (image @ text.t()).requires_grad_(True)
     logits = scale * similarity + scale * caption_margin(text, text, gamma)
     F.cross_entropy(logits, targets, reduction="sum").backward()
@@ -148,17 +148,17 @@ def test_boost_weights_equal_autograd(gamma):
     torch.testing.assert_close(result["similarity"], image @ text.t())
     assert (result["weight_boosted"].diagonal() < 0).all()
 
-    # the full symmetric hn_clip_loss, through V = S, T = I (so VTᵀ = S exactly) and Ḡ from text_sim:
+    # the full symmetric HNClipLoss, through V = S, T = I (so VTᵀ = S exactly) and Ḡ from the captions `text`:
     # its gradient is the mean of the two directions' weights, each divided by B
     leaf = (image @ text.t()).requires_grad_(True)
-    hn_clip_loss(leaf, torch.eye(batch, dtype=leaf.dtype), scale, gamma, text_sim=text @ text.t()).backward()
+    HNClipLoss(gamma)(leaf, torch.eye(batch, dtype=leaf.dtype), scale, margin_text_features=text).backward()
     text_to_image = boost_reweighting(text, image, scale, gamma, text_sim=text @ text.t())
     expected = (result["weight_boosted"] + text_to_image["weight_boosted"].t()) / (2 * batch)
     torch.testing.assert_close(leaf.grad, expected, rtol=1e-12, atol=1e-14)
 
-    # the standard weights are the γ = 0 ones, i.e. clip_loss's
+    # the standard weights are the γ = 0 ones, i.e. InfoNCE's
     plain = (image @ text.t()).requires_grad_(True)
-    clip_loss(plain, torch.eye(batch, dtype=plain.dtype), scale).backward()
+    HNClipLoss(gamma=0.0)(plain, torch.eye(batch, dtype=plain.dtype), scale).backward()
     expected = (result["weight"] + boost_reweighting(text, image, scale, 0.0)["weight"].t()) / (2 * batch)
     torch.testing.assert_close(plain.grad, expected, rtol=1e-12, atol=1e-14)
 

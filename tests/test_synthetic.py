@@ -333,5 +333,7 @@ def test_synthetic_alt_is_the_same_scenes_in_the_other_voice(tmp_path):
     for a, b in zip(dense_pairs, alt_pairs, strict=True):
         assert a.caption != b.caption
         assert a.load_image().tobytes() == b.load_image().tobytes()
-    with pytest.raises(DatasetLayoutError, match="not a synthetic benchmark with dense-alt captions"):
+    with pytest.raises(DatasetLayoutError, match="synthetic benchmark with 'dense' captions, not 'dense-alt'"):
         load_pairs("synthetic-alt", dense, "test")
+    with pytest.raises(DatasetLayoutError, match="synthetic benchmark with 'dense-alt' captions, not 'dense'"):
+        load_pairs("synthetic", alt, "test")

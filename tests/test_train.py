@@ -10,12 +10,16 @@ from hnclip_core import train as train_module
 from hnclip_core.longclip import KEEP_POSITIONS, load_longclip_state_dict
 from hnclip_core.train import TrainConfig, epoch_batches, train, training_subset
 
+#: Table 3b's objectives as (γ, λ) of the loss
+OBJECTIVES = {"clip": {"gamma": 0.0, "token_weight": 0.0}, "hn": {"gamma": 0.5, "token_weight": 0.0},
+              "hn+tok": {"gamma": 0.5, "token_weight": 1.0}}
 
-def tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path, **changes):
+
+def tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path, objective="hn+tok", **changes):
     values = dict(
         checkpoint=str(tiny_checkpoint), dataset="synthetic", data_root=str(tiny_benchmark), epochs=2,
         micro_batch_size=4, accumulation_steps=4, lr=1e-3, warmup_steps=2, eval_batch_size=16,
-        eval_ks=(1, 5), objective="hn+tok", output_dir=str(tmp_path / "run"), progress=False,
+        eval_ks=(1, 5), output_dir=str(tmp_path / "run"), progress=False, **OBJECTIVES[objective],
     )
     values.update(changes)
     return TrainConfig(**values)
@@ -109,14 +113,16 @@ def test_subsets_are_identical_across_methods_and_nested():
 
 
 def test_config_validation():
-    with pytest.raises(ValueError, match="unknown objective"):
-        TrainConfig(objective="infonce")
+    with pytest.raises(ValueError, match="checkpoint is required"):
+        TrainConfig()
+    with pytest.raises(ValueError, match="gamma and token_weight must be"):
+        TrainConfig(checkpoint="x.pt", gamma=-0.5)
     with pytest.raises(ValueError, match="margin_source"):
-        TrainConfig(margin_source="ema")
+        TrainConfig(checkpoint="x.pt", margin_source="ema")
     with pytest.raises(ValueError, match="unknown TrainConfig field"):
-        TrainConfig.from_dict({"learning_rate": 1e-3})
+        TrainConfig.from_dict({"checkpoint": "x.pt", "objective": "clip"})
     with pytest.raises(ValueError, match="resume needs"):
-        TrainConfig(resume=True)
+        TrainConfig(checkpoint="x.pt", resume=True)
 
 
 def test_nan_loss_stops_training_and_names_the_step(tiny_checkpoint, tiny_benchmark, tmp_path, monkeypatch):

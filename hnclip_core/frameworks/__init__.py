@@ -1,6 +1,6 @@
 """The fine-tuning frameworks of the plug-and-play study (arXiv 2608.18521 §3.3, Table 2, Table A4, App. D.2), each
-with its global contrastive term swappable between InfoNCE and L_HN (``TrainConfig.objective`` ``clip`` or ``hn``;
-γ = 0.5 for all, no per-framework tuning) and everything else of the framework kept.
+with its global contrastive term swappable between InfoNCE (γ = 0) and L_HN (γ = 0.5 for all, no per-framework
+tuning) and everything else of the framework kept.
 
 ==============  ===========================================  =======================================
 name            what trains, with which loss                 module
@@ -13,8 +13,8 @@ name            what trains, with which loss                 module
 ``finelip``     all weights + token refiners; global + hinge  :mod:`.finelip`
 ==============  ===========================================  =======================================
 
-How ``objective`` combines with a framework: its loss (``clip``: InfoNCE, ``hn``: L_HN, ``tok``/``hn+tok``: the
-same plus λ·L_tok) takes the place of the framework's global (image, caption) contrastive term, and the
+How the objective combines with a framework: the trainer's loss (γ = 0: InfoNCE, γ > 0: L_HN; λ > 0 adds λ·L_tok)
+takes the place of the framework's global (image, caption) contrastive term, and the
 framework's auxiliary terms are added unchanged. The plug-and-play study compares ``clip`` with ``hn``.
 
 Frameworks with auxiliary terms (goal, structxlip, finelip) train with ``accumulation="naive"`` in one process;

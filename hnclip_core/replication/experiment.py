@@ -313,15 +313,21 @@ class Experiment:
         values = {"checkpoint": str(self.checkpoint), **self._training_fields(), **strengths}
         return TrainConfig.from_dict({**values, **overrides})
 
+    def run_settings(self, objective: str = "hn+tok", **overrides) -> tuple[TrainConfig, dict]:
+        """The :class:`TrainConfig` of one run and its settings: the config's fields, ``objective`` and the
+        framework's (``framework``, ``caption_augmentation``, ``segment_file``, which ``overrides`` may also set)."""
+        framework_fields = {**self._framework_fields(),
+                            **{k: overrides.pop(k) for k in list(overrides) if k in self._framework_fields()}}
+        config = self.train_config(objective, **overrides)
+        return config, {**asdict(config), "objective": objective, **framework_fields}
+
     def run(self, objective: str = "hn+tok", **overrides) -> dict:
         """Train (or load the stored result of) one configuration; returns :func:`~hnclip_core.train.train`'s
         result plus ``run_dir``, with ``objective`` and the framework's settings in its ``config``.
         ``overrides`` are :class:`TrainConfig` fields (e.g. ``gamma=0.25``) or this experiment's ``framework``,
         ``caption_augmentation`` and ``segment_file``."""
-        framework_fields = {**self._framework_fields(),
-                            **{k: overrides.pop(k) for k in list(overrides) if k in self._framework_fields()}}
-        config = self.train_config(objective, **overrides)
-        settings = {**asdict(config), "objective": objective, **framework_fields}
+        config, settings = self.run_settings(objective, **overrides)
+        framework_fields = {k: settings[k] for k in self._framework_fields()}
         run_dir = run_directory(self.runs_path, settings)
         stored = run_dir / "history.json"
         if stored.is_file():

@@ -1,0 +1,10 @@
+"""The replication harness: everything that turns the method (the core of :mod:`hnclip_core`) into the paper's
+experiments and the chapters' lessons, on the embedded default (:mod:`hnclip_core.toy`) or on real files.
+
+* :mod:`.experiment` — a chapter's parameters as one validated object; training runs cached by configuration;
+* :mod:`.ablations`, :mod:`.batch` — the studies of §3.4 as papermill grids over ``notebooks/ablation_run``;
+* :mod:`.scorecard`, :mod:`.calibration`, :mod:`.paper` — our numbers against the paper's tables, claim by claim;
+* :mod:`.geometry`, :mod:`.saturation`, :mod:`.report`, :mod:`.plots` — measurements, tables and figures the
+  chapters show;
+* :mod:`.tutorial`, :mod:`.cli` — the chapters run headless, and the command line.
+"""
