@@ -41,20 +41,14 @@ eval_dataset = None
 eval_data_root = None
 device = "auto"
 seed = 0
-epochs = 2  # the paper trains 10
-train_fraction = 0.25  # the paper uses the full training set
-warmup_steps = 2  # optimizer steps of linear warm-up (paper: 10); shortened with the run
+scale = "reduced"  # "reduced": a quarter of the data, 2 epochs, short grids; "full": the grids of chapter 5
+recipe = None  # e.g. {"epochs": 1}: changes the scale's epochs / train_fraction / warmup_steps
+grids = None  # e.g. {"gamma": {"gamma": [0.0, 0.5]}}: replaces values a study varies at this scale
 lr = None  # None: 2e-6 (paper) for a real checkpoint, the toy's calibrated preset for the toy
 micro_batch_size = 16
 accumulation_steps = 8  # effective batch 128, as in the paper
-gammas = [0.0, 0.5, 1.0]  # Table 3a uses 0, 0.25, 0.5, 0.75, 1.0
-fractions = [0.05, 0.25]  # shares of the training set for (d); Fig. 6 uses 5, 20, 50, 100 %
-fraction_accumulation_steps = 2  # (d) uses batch 16 × 2, since 5 % of the set is less than 128 pairs
-seeds = [0, 1]  # (e); the full study uses 3
 transfer_dataset = "synthetic-alt"  # (f) evaluated on this benchmark; None skips (f)
 transfer_data_root = None
-logit_scales = [25.0, 100.0]  # (g) fixed inverse temperatures s
-temperature_gammas = [0.0, 1.0]  # (g) γ at each s
 output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks
 interactive = True  # progress bars; papermill batch runs pass False
 
@@ -77,10 +71,18 @@ from hnclip_core.replication.report import recall_table
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, eval_dataset=eval_dataset,
-    eval_data_root=eval_data_root, device=device, seed=seed, epochs=epochs, lr=lr,
-    micro_batch_size=micro_batch_size, accumulation_steps=accumulation_steps, train_fraction=train_fraction,
-    output_dir=output_dir, progress=interactive,
+    eval_data_root=eval_data_root, device=device, seed=seed, lr=lr, micro_batch_size=micro_batch_size,
+    accumulation_steps=accumulation_steps, output_dir=output_dir, progress=interactive,
 )
+
+
+def run_study(name: str) -> dict:
+    """Train (or read back) every point of one study at this chapter's scale, keyed as chapter 5 keys them."""
+    points = studies.STUDIES[name].points(scale, (grids or {}).get(name), recipe)
+    return studies.section(name, [(point, exp.run(**point)) for point in points])
+
+
+print(f"scale {scale!r}: every run {studies.SCALES[scale] | (recipe or {})}")
 
 # %% [markdown] tags=[]
 # ## (a) Boost strength γ (Table 3a, Table A6)
@@ -88,13 +90,13 @@ exp = Experiment(
 # %% tags=[]
 #papermill_description=gamma_sweep
 # NBVAL_IGNORE_OUTPUT
-gamma_runs = {g: exp.run(objective="hn+tok" if g else "tok", gamma=g, warmup_steps=warmup_steps) for g in gammas}
+gamma_runs = run_study("gamma")
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
-display(Markdown(recall_table({f"γ = {g:g}": run["last"] for g, run in gamma_runs.items()})))
+display(Markdown(recall_table({f"γ = {g}": run["last"] for g, run in gamma_runs.items()})))
 fig = plot_metric_sweep(
-    gammas, {"T→I R@1": [r["last"]["t2i_r1"] for r in gamma_runs.values()],
+    [float(g) for g in gamma_runs], {"T→I R@1": [r["last"]["t2i_r1"] for r in gamma_runs.values()],
              "I→T R@1": [r["last"]["i2t_r1"] for r in gamma_runs.values()]},
     x_label="boost strength γ", y_label="Recall@1 (%)", title="γ sweep (L_tok on; γ = 0 is L_tok only)",
     baseline={"zero-shot (avg R@1)": next(iter(gamma_runs.values()))["zero_shot"]["mean_r1"]},
@@ -108,8 +110,7 @@ show(fig)
 # %% tags=[]
 #papermill_description=components
 # NBVAL_IGNORE_OUTPUT
-component_runs = {objective: exp.run(objective=objective, warmup_steps=warmup_steps)
-                  for objective in ("clip", "tok", "hn", "hn+tok")}
+component_runs = run_study("components")
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
@@ -128,8 +129,7 @@ show(fig)
 # %% tags=[]
 #papermill_description=margin_source
 # NBVAL_IGNORE_OUTPUT
-source_runs = {source: exp.run(objective="hn+tok", margin_source=source, warmup_steps=warmup_steps)
-               for source in ("recomputed", "frozen")}
+source_runs = run_study("margin_source")
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
@@ -147,13 +147,12 @@ show(fig)
 # %% tags=[]
 #papermill_description=fractions
 # NBVAL_IGNORE_OUTPUT
-fraction_runs = {f"{f:g}": {o: exp.run(objective=o, train_fraction=f, accumulation_steps=fraction_accumulation_steps,
-                                       warmup_steps=warmup_steps) for o in ("clip", "hn+tok")} for f in fractions}
+fraction_runs = run_study("fractions")
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
 display(Markdown(studies.fractions_table(fraction_runs)))
-fig = plot_sample_efficiency(fraction_runs, studies.strongest_baseline(fraction_runs[f"{max(fractions):g}"]))
+fig = plot_sample_efficiency(fraction_runs, studies.strongest_baseline(fraction_runs[max(fraction_runs, key=float)]))
 exp.save_figure(fig, "04_sample_efficiency")
 show(fig)
 
@@ -164,8 +163,7 @@ show(fig)
 # %% tags=[]
 #papermill_description=seeds
 # NBVAL_IGNORE_OUTPUT
-seed_runs = {str(s): {o: exp.run(objective=o, seed=s, warmup_steps=warmup_steps) for o in ("clip", "hn+tok")}
-             for s in seeds}
+seed_runs = run_study("seeds")
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
@@ -198,9 +196,7 @@ if transfer_dataset is not None:
 # %% tags=[]
 #papermill_description=temperature
 # NBVAL_IGNORE_OUTPUT
-temperature_runs = {f"{s:g}": {f"{g:g}": exp.run(objective="hn+tok", gamma=g, logit_scale=s,
-                                                  warmup_steps=warmup_steps) for g in temperature_gammas}
-                    for s in logit_scales}
+temperature_runs = run_study("temperature")
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
@@ -211,8 +207,8 @@ show(fig)
 
 # %% tags=[]
 print(exp.save_json("ablations", studies.slim({
-    "scale": {"epochs": epochs, "train_fraction": train_fraction, "seed": seed, "warmup_steps": warmup_steps},
-    "gamma": {f"{g:g}": run for g, run in gamma_runs.items()},
+    "scale": {"name": scale, **studies.SCALES[scale], **(recipe or {}), "seed": seed},
+    "gamma": gamma_runs,
     "components": component_runs,
     "margin_source": source_runs,
     "fractions": fraction_runs,
@@ -245,13 +241,13 @@ print(exp.save_json("ablations", studies.slim({
 #    pre-trained model's s, `exp.load_model()[0].logit_scale.exp().item()`). By how many logits did the
 #    recomputed margin relax, and how many more does the frozen run demand after its last epoch?
 # 2. **s and γ are not interchangeable.** By Eq. 4 the boost re-weights negatives through s·γ only. On one
-#    training batch (`v, t, _ = exp.first_training_batch()`), evaluate `hnclip_core.losses.hn_clip_loss` at
+#    training batch (`v, t, _ = exp.first_training_batch()`), evaluate L_HN (`hnclip_core.losses.HNClipLoss`) at
 #    (s, γ) = (100, 0.5) and (50, 1). Compare (a) the two losses, (b) for query 0, how each changes the ratio of
 #    two negatives' posteriors relative to InfoNCE at the same s, and (c) both losses with the image features
 #    set to zero (S = 0). Why does (g) train γ = 0 at every s as that s's own reference?
-# 3. **How long is an ablation run?** With the chapter's parameters, predict how many optimizer steps each run
-#    of (a)–(c) takes, how many training pairs every epoch leaves out (the last partial batch is dropped), and
-#    the learning-rate factor of each step (linear warm-up over `warmup_steps`, then cosine decay to 0). Do the
+# 3. **How long is an ablation run?** With the chapter's recipe (`studies.SCALES[scale]`), predict how many
+#    optimizer steps each run of (a)–(c) takes, how many training pairs every epoch leaves out (the last partial
+#    batch is dropped), and the learning-rate factor of each step (linear warm-up over `warmup_steps`, then cosine decay to 0). Do the
 #    same for (d)'s 5 % runs at batch 16 × 2. Check with `hnclip_core.train.training_subset`, `epoch_batches`
 #    and `cosine_with_warmup` (the training set has `len(exp.pairs("train", evaluation=False))` pairs).
 #

@@ -10,12 +10,12 @@ from matplotlib.figure import Figure
 
 from hnclip_core.replication import ablations
 from hnclip_core.replication.ablations import (
-    GRID_DIR,
     REPOSITORY,
     STUDIES,
     collect,
     components_table,
     fractions_table,
+    grid_spec,
     margin_source_table,
     plug_and_play_table,
     seeds_table,
@@ -26,7 +26,7 @@ from hnclip_core.replication.ablations import (
     transfer_table,
     write_results,
 )
-from hnclip_core.replication.batch import load_spec, run_grid
+from hnclip_core.replication.batch import run_grid
 from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,
     plot_plug_and_play,
@@ -37,18 +37,31 @@ from hnclip_core.replication.plots.ablations import (
 from hnclip_core.replication.scorecard import build_scorecard, measurements_from_outputs
 
 
-def test_every_study_has_a_grid_file_that_the_runner_accepts():
-    assert sorted(p.stem for p in GRID_DIR.glob("*.yaml")) == sorted(STUDIES)
+def test_every_study_is_a_grid_that_the_runner_accepts_at_full_scale():
     expected_points = {"gamma": 5, "components": 4, "margin_source": 2, "fractions": 8, "seeds": 6,
                        "transfer": 6, "temperature": 6, "plug_and_play": 12}
     with contextlib.chdir(REPOSITORY):
-        for study in STUDIES:
-            spec = load_spec(GRID_DIR / f"{study}.yaml")
+        for name, study in STUDIES.items():
+            spec = grid_spec(study)
             assert spec.notebook.as_posix() == "notebooks/ablation_run.ipynb"
-            assert spec.output_dir.as_posix() == f"runs/ablations/{study}"  # collect() finds studies by name
+            assert spec.output_dir.as_posix() == f"runs/ablations/{name}"  # collect() finds studies by name
             assert spec.parameters["runs_dir"] == "runs/ablations/cache"
             points = run_grid(spec, dry_run=True)  # checks every parameter name and type against the notebook
-            assert len(points) == expected_points[study], study
+            assert len(points) == expected_points[name] == len(study.points("full")), name
+
+
+def test_a_study_at_reduced_scale_is_what_chapter_4_runs():
+    gamma = STUDIES["gamma"]
+    assert [p["gamma"] for p in gamma.points("reduced")] == [0.0, 0.5, 1.0]
+    assert all(p["objective"] == "hn+tok" and p["epochs"] == 2 and p["train_fraction"] == 0.25
+               for p in gamma.points("reduced"))
+    fractions = STUDIES["fractions"].points("full")
+    assert {p["train_fraction"] for p in fractions} == {0.05, 0.2, 0.5, 1.0}  # the grid beats the scale's recipe
+    assert all(p["accumulation_steps"] == 2 for p in fractions)
+    with pytest.raises(ValueError, match="full scale only"):
+        STUDIES["plug_and_play"].points("reduced")
+    with pytest.raises(ValueError, match="scale must be one of"):
+        gamma.points("tiny")
 
 
 def test_unknown_study_is_refused():

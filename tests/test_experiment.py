@@ -66,6 +66,8 @@ def test_run_directory_depends_on_what_the_run_computes_only(monkeypatch):
     assert base != run_directory("runs", settings(gamma=0.25))
     assert base != run_directory("runs", settings(logit_scale=50.0))
     assert base.name.startswith("hn-") and run_directory("runs", settings("hn+tok")).name.startswith("hn_tok-")
+    # a run is named by what it trains: "hn+tok" at γ = 0 is "tok"
+    assert run_directory("runs", settings("hn+tok", gamma=0.0)) == run_directory("runs", settings("tok"))
     # a new version of the run cache trains every run anew
     monkeypatch.setattr(experiment_module, "RUN_CACHE_VERSION", experiment_module.RUN_CACHE_VERSION + 1)
     assert run_directory("runs", settings()) != base

@@ -48,9 +48,11 @@ def tutorial_run(tmp_path_factory, tiny_checkpoint, docci_root, urban_root):
         "backbone": str(tiny_checkpoint), "dataset": "docci", "data_root": str(docci_root),
         "eval_dataset": "urban1k", "eval_data_root": str(urban_root), "device": "cpu",
         "micro_batch_size": 4, "accumulation_steps": 2, "epochs": 1, "dynamics_epochs": 1,
-        "train_fraction": 1.0, "dynamics_fraction": 1.0, "in_batch_size": 8, "gammas": [0.0, 0.5],
-        "fractions": [0.5, 1.0], "seeds": [0], "transfer_dataset": "docci", "transfer_data_root": str(docci_root),
-        "logit_scales": [25.0], "temperature_gammas": [0.0, 1.0],
+        "train_fraction": 1.0, "dynamics_fraction": 1.0, "in_batch_size": 8,
+        "recipe": {"epochs": 1, "train_fraction": 1.0, "warmup_steps": 1},
+        "grids": {"gamma": {"gamma": [0.0, 0.5]}, "fractions": {"train_fraction": [0.5, 1.0]}, "seeds": {"seed": [0]},
+                  "temperature": {"logit_scale": [25.0], "gamma": [0.0, 1.0]}},
+        "transfer_dataset": "docci", "transfer_data_root": str(docci_root),
     }
     return output, run_tutorial(output, NOTEBOOKS, overrides, progress=False)
 

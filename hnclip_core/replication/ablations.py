@@ -1,51 +1,123 @@
-"""The paper's ablation studies as papermill grids, their results collected into one file, and their tables.
+"""The paper's ablation studies, defined once: what each varies at full and at reduced scale.
 
-Each study is a grid file in ``ablations/`` run by :mod:`hnclip_core.replication.batch` over ``notebooks/ablation_run``
-(one training configuration per point, ``run.json`` per point). ``python -m hnclip_core.replication.ablations`` (``make
-ablations``) runs every grid, then :func:`collect` reads the points back by their parameters (not their folder
-names) into the sections of :mod:`hnclip_core.replication.scorecard`'s ``measurements`` dict and writes them, with each
+:data:`STUDIES` is the one definition. Chapter 4 trains every study's points at ``scale="reduced"``
+(``Study.points``); ``python -m hnclip_core.replication.ablations`` (``make ablations``) runs them at
+``scale="full"`` as papermill grids over ``notebooks/ablation_run`` (:mod:`hnclip_core.replication.batch`, one
+executed notebook and ``run.json`` per point), then :func:`collect` reads the points back by their parameters
+into the sections of :mod:`hnclip_core.replication.scorecard`'s ``measurements`` dict and writes them, with each
 study's run time, to ``results/ablations.json``; chapter 5 draws its tables and figures from that file.
 
-=================  ======================================  ==========================================
-study              grid                                    paper
-=================  ======================================  ==========================================
-``gamma``          γ ∈ {0, 0.25, 0.5, 0.75, 1}, L_tok on   Table 3a, Table A6 (+ transfer column)
-``components``     clip, tok, hn, hn+tok                   Table 3b, Table A5; convergence Fig. 5, A9
-``margin_source``  Ḡ recomputed / frozen                   Table 3c, Table A2, App. B.2
-``fractions``      5/20/50/100 % × clip, tok, hn+tok       Fig. 6, Table A9
-``seeds``          seeds 0, 1, 2 × clip, hn+tok            Table A8, Table A11
-``transfer``       train on synthetic / synthetic-alt      Table A10, Table A7
-``temperature``    fixed s ∈ {25, 100} × γ               App. B.2, §3.5
-``plug_and_play``  6 frameworks × InfoNCE / L_HN           Table 2, Table A4, App. D.2
-=================  ======================================  ==========================================
+=================  ==========================================  ==========================================
+study              full scale (reduced: chapter 4)             paper
+=================  ==========================================  ==========================================
+``components``     InfoNCE, + L_tok, L_HN, HN-CLIP             Table 3b, Table A5; convergence Fig. 5, A9
+``gamma``          γ ∈ {0, 0.25, 0.5, 0.75, 1} ({0, 0.5, 1})   Table 3a, Table A6 (+ transfer column)
+``margin_source``  Ḡ recomputed / frozen                       Table 3c, Table A2, App. B.2
+``seeds``          seeds 0, 1, 2 (0, 1) × InfoNCE, HN-CLIP     Table A8, Table A11
+``transfer``       train on synthetic / synthetic-alt          Table A10, Table A7 (chapter 4: (f))
+``fractions``      5/20/50/100 % (5/25 %) × InfoNCE, HN-CLIP   Fig. 6, Table A9
+``temperature``    fixed s ∈ {25, 100} × γ ∈ {0, 0.25, 1}      App. B.2, §3.5
+``plug_and_play``  6 frameworks × InfoNCE / L_HN               Table 2, Table A4, App. D.2 (full only)
+=================  ==========================================  ==========================================
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .batch import POINT_FILE, collect_json, load_spec, load_summary, run_grid
+from ..frameworks import FRAMEWORKS
+from .batch import POINT_FILE, GridSpec, collect_json, load_summary, run_grid
 from .experiment import OBJECTIVES
 from .report import DIRECTIONS, markdown_table, recall_table
 
 __all__ = [
-    "BASELINES", "STUDIES", "collect", "components_table", "fractions_table", "margin_source_table",
+    "BASELINES", "SCALES", "STUDIES", "Study", "collect", "grid_spec", "section", "components_table",
+    "fractions_table", "margin_source_table",
     "plug_and_play_table", "run_studies", "seeds_table", "slim", "strongest_baseline", "temperature_table",
     "throughput_table", "timing_table", "transfer_table", "write_results",
 ]
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-GRID_DIR = REPOSITORY / "ablations"
 RESULTS_FILE = REPOSITORY / "results" / "ablations.json"
-#: Studies in the order they run (cheap, often-shared configurations first).
-STUDIES = ("components", "gamma", "margin_source", "seeds", "transfer", "fractions", "temperature", "plug_and_play")
+#: Where ``make ablations`` runs each study (``<root>/<study>``) and the run cache the studies share (a
+#: configuration that appears in two studies trains once).
+RUNS_ROOT = Path("runs/ablations")
+#: The training recipe of every point at each scale (a study's own values override it).
+SCALES = {
+    "full": {"epochs": 3, "train_fraction": 1.0, "warmup_steps": 10},
+    "reduced": {"epochs": 2, "train_fraction": 0.25, "warmup_steps": 2},
+}
+
+
+@dataclass(frozen=True)
+class Study:
+    """One ablation of the paper: the parameters it varies at each scale (a grid: every combination is a
+    point), those it fixes, and where the paper reports it. ``reduced=None``: not run in chapter 4."""
+
+    name: str
+    paper: str
+    full: Mapping[str, tuple]
+    reduced: Mapping[str, tuple] | None
+    fixed: Mapping[str, object] = field(default_factory=dict)
+    #: benchmarks every trained model is also evaluated on (``make ablations``; {name: data root or None})
+    transfer: Mapping[str, str | None] = field(default_factory=dict)
+
+    def grid(self, scale: str) -> dict[str, list]:
+        if scale not in SCALES:
+            raise ValueError(f"scale must be one of {list(SCALES)}, got {scale!r}")
+        grid = self.full if scale == "full" else self.reduced
+        if grid is None:
+            raise ValueError(f"study {self.name!r} runs at full scale only (make ablations)")
+        return {name: list(values) for name, values in grid.items()}
+
+    def points(self, scale: str, grid: Mapping[str, Sequence] | None = None,
+               recipe: Mapping[str, object] | None = None) -> list[dict]:
+        """The run parameters of every point at ``scale``: the scale's recipe (``recipe`` overrides some of it),
+        the fixed values, and the grid's (``grid`` replaces some of the scale's values, e.g. fewer γ)."""
+        grid = {**self.grid(scale), **(grid or {})}
+        unknown = sorted(set(grid) - set(self.full))
+        if unknown:
+            raise ValueError(f"study {self.name!r} varies {sorted(self.full)}, not {unknown}")
+        base = {**SCALES[scale], **(recipe or {}), **self.fixed}
+        return [{**base, **dict(zip(grid, values, strict=True))} for values in itertools.product(*grid.values())]
+
+
+BOTH = ("clip", "hn+tok")
+#: Every study, in the order ``make ablations`` runs them (cheap, often-shared configurations first).
+STUDIES: dict[str, Study] = {study.name: study for study in (
+    Study("components", "Table 3b, Table A5", {"objective": tuple(OBJECTIVES)}, {"objective": tuple(OBJECTIVES)}),
+    Study("gamma", "Table 3a, Table A6", {"gamma": (0.0, 0.25, 0.5, 0.75, 1.0)}, {"gamma": (0.0, 0.5, 1.0)},
+          fixed={"objective": "hn+tok"}, transfer={"synthetic-alt": None}),
+    Study("margin_source", "Table 3c, Table A2", {"margin_source": ("recomputed", "frozen")},
+          {"margin_source": ("recomputed", "frozen")}, fixed={"objective": "hn+tok"}),
+    Study("seeds", "Table A8, Table A11", {"seed": (0, 1, 2), "objective": BOTH}, {"seed": (0, 1), "objective": BOTH}),
+    Study("transfer", "Table A10", {"dataset": ("synthetic", "synthetic-alt"), "objective": ("clip", "tok", "hn+tok")},
+          None, transfer={"synthetic": None, "synthetic-alt": None}),
+    # 5 % of the synthetic training set is 100 pairs, fewer than one batch of 128: effective batch 32 (16 × 2)
+    Study("fractions", "Fig. 6, Table A9", {"train_fraction": (0.05, 0.2, 0.5, 1.0), "objective": BOTH},
+          {"train_fraction": (0.05, 0.25), "objective": BOTH}, fixed={"accumulation_steps": 2}),
+    # s·γ = 25 is reached at both temperatures (γ = 1 at s = 25, γ = 0.25 at s = 100)
+    Study("temperature", "App. B.2", {"logit_scale": (25.0, 100.0), "gamma": (0.0, 0.25, 1.0)},
+          {"logit_scale": (25.0, 100.0), "gamma": (0.0, 1.0)}, fixed={"objective": "hn+tok"}),
+    Study("plug_and_play", "Table 2, Table A4", {"framework": FRAMEWORKS, "objective": ("clip", "hn")}, None),
+)}
+
+
+def grid_spec(study: Study) -> GridSpec:
+    """The papermill grid of ``study`` at full scale over ``notebooks/ablation_run`` (paths from the repository)."""
+    parameters = {**SCALES["full"], **study.fixed, "runs_dir": str(RUNS_ROOT / "cache")}
+    if study.transfer:
+        parameters["transfer"] = dict(study.transfer)
+    return GridSpec(Path("notebooks/ablation_run.ipynb"), RUNS_ROOT / study.name, parameters, study.grid("full"))
 #: The baselines available on the embedded default (plain fine-tuning with or without L_tok).
 BASELINES = ("clip", "tok")
 METHOD = "hn+tok"
@@ -73,11 +145,10 @@ def slim(data):
     return data
 
 
-def _section(runs: Sequence[Mapping], study: str) -> dict:
-    """One study's points, keyed the way the scorecard reads them."""
+def section(study: str, runs: Sequence[tuple[Mapping, Mapping]]) -> dict:
+    """One study's ``(parameters, result)`` points, keyed the way the scorecard reads them (numbers as strings)."""
     out: dict = {}
-    for run in runs:
-        p, result = run["parameters"], _result(run)
+    for p, result in runs:
         if study == "gamma":
             out[_number_key(p["gamma"])] = result
         elif study == "components":
@@ -95,7 +166,7 @@ def _section(runs: Sequence[Mapping], study: str) -> dict:
         elif study == "transfer":
             rows = out.setdefault(p["dataset"], {}).setdefault(p["objective"], {})
             rows[p["eval_dataset"]] = {"zero_shot": result["zero_shot"], "last": result["last"]}
-            rows.update({name: row for name, row in run["transfer"].items() if name not in rows})
+            rows.update({name: row for name, row in result["transfer"].items() if name not in rows})
         else:
             raise ValueError(f"unknown study {study!r}; studies: {', '.join(STUDIES)}")
     return out
@@ -123,7 +194,7 @@ def _point_seconds(folder: Path, entry: Mapping) -> float:
     return float(entry["seconds"])
 
 
-def collect(runs_root: str | Path, studies: Sequence[str] = STUDIES) -> dict:
+def collect(runs_root: str | Path, studies: Sequence[str] = tuple(STUDIES)) -> dict:
     """Every finished study under ``runs_root`` (one folder per study, as the grid files name them) as the
     scorecard's sections, plus ``studies``: per study its points, failures and summed seconds."""
     root = Path(runs_root)
@@ -143,7 +214,10 @@ def collect(runs_root: str | Path, studies: Sequence[str] = STUDIES) -> dict:
         }
         if not runs:
             continue
-        collected[study] = _section(runs, study)
+        # a point's evaluations on other benchmarks: the rows of the transfer study
+        points = [(run["parameters"], {**_result(run), **({"transfer": run["transfer"]} if study == "transfer"
+                                                           else {})}) for run in runs]
+        collected[study] = section(study, points)
         if study == "gamma":
             transfer, name = _gamma_transfer(runs)
             if transfer:
@@ -152,27 +226,19 @@ def collect(runs_root: str | Path, studies: Sequence[str] = STUDIES) -> dict:
     return collected
 
 
-def run_studies(studies: Sequence[str] = STUDIES, grid_dir: str | Path = GRID_DIR, output: str | Path | None =
-                RESULTS_FILE, force: bool = False) -> dict:
-    """Run each study's grid (completed points are skipped), then collect and write them to ``output``.
-
-    The grids run from the repository root (their relative paths are written from there), so this works
-    from any directory. Every study's ``output_dir`` must be ``<runs root>/<study>``.
-    """
+def run_studies(studies: Sequence[str] = tuple(STUDIES), output: str | Path | None = RESULTS_FILE,
+                force: bool = False) -> dict:
+    """Run each study's grid at full scale (completed points are skipped), then collect and write them to
+    ``output``. The grids run from the repository root (their relative paths are written from there)."""
     unknown = [s for s in studies if s not in STUDIES]
     if unknown:
         raise ValueError(f"unknown study {unknown}; studies: {', '.join(STUDIES)}")
     started = time.perf_counter()
-    runs_roots = set()
     with contextlib.chdir(REPOSITORY):
         for study in studies:
-            grid_file = Path(grid_dir) / f"{study}.yaml"
-            runs_roots.add(load_spec(grid_file).output_dir.resolve().parent)
-            print(f"== {study}: {grid_file}", file=sys.stderr)
-            run_grid(grid_file, force=force)
-    if len(runs_roots) != 1:
-        raise ValueError(f"the grid files put their studies in different folders: {sorted(map(str, runs_roots))}")
-    collected = collect(runs_roots.pop(), studies)
+            print(f"== {study} ({STUDIES[study].paper})", file=sys.stderr)
+            run_grid(grid_spec(STUDIES[study]), force=force)
+        collected = collect(RUNS_ROOT, studies)
     collected["last_invocation"] = {"studies": list(studies), "wall_seconds": round(time.perf_counter() - started, 1)}
     if output is not None:
         collected = write_results(collected, output)
@@ -339,7 +405,7 @@ def timing_table(studies: Mapping[str, Mapping]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m hnclip_core.replication.ablations",
-                                     description="Run the ablation grids (ablations/*.yaml) and collect them.")
+                                     description="Run the ablation studies at full scale and collect them.")
     parser.add_argument("studies", nargs="*", default=list(STUDIES), help=f"studies to run (default: all: "
                         f"{', '.join(STUDIES)})")
     parser.add_argument("--output", default=str(RESULTS_FILE), help="where the collected results go")

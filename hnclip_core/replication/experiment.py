@@ -47,7 +47,10 @@ from ..longclip import load_longclip
 from ..train import STATE_FILE, TrainConfig, recall_row, resolve_device, train
 from .plots import save_figure
 
-__all__ = ["Experiment", "OBJECTIVES", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "objective_parameters", "run_directory"]
+__all__ = [
+    "Experiment", "OBJECTIVES", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "objective_name", "objective_parameters",
+    "run_directory",
+]
 
 #: Environment variable naming the output folder when a notebook's ``output_dir`` parameter is None.
 OUTPUT_DIR_VARIABLE = "HNCLIP_OUTPUT_DIR"
@@ -58,8 +61,10 @@ PAPER_LR = 2e-6
 OBJECTIVES = {"clip": "InfoNCE", "tok": "InfoNCE + L_tok", "hn": "L_HN", "hn+tok": "HN-CLIP"}
 #: Bump when a change of code changes what a cached run computes: every cached run is then trained anew.
 RUN_CACHE_VERSION = 2
-#: Run settings that do not change what a run computes (left out of the run's identity).
-_NOT_IDENTITY = ("output_dir", "resume", "progress", "device", "num_workers", "eval_batch_size", "save_state")
+#: Run settings that do not change what a run computes (left out of the run's identity). The objective's name
+#: is a label: what it trains is its (γ, λ).
+_NOT_IDENTITY = ("output_dir", "resume", "progress", "device", "num_workers", "eval_batch_size", "save_state",
+                 "objective")
 #: Settings that shape the training but not the model a run starts from, nor its evaluation split: runs that
 #: differ only in these share their epoch-0 (zero-shot) evaluation.
 _NOT_ZERO_SHOT = ("objective", "gamma", "token_weight", "margin_source", "logit_scale", "caption_augmentation",
@@ -74,6 +79,12 @@ def objective_parameters(objective: str, gamma: float = 0.5, token_weight: float
         raise ValueError(f"unknown objective {objective!r}; choose one of {list(OBJECTIVES)}")
     return {"gamma": gamma if objective.startswith("hn") else 0.0,
             "token_weight": token_weight if objective.endswith("tok") else 0.0}
+
+
+def objective_name(gamma: float, token_weight: float) -> str:
+    """The short name of a setting of (γ, λ): the inverse of :func:`objective_parameters` up to the strengths."""
+    return {(False, False): "clip", (False, True): "tok", (True, False): "hn", (True, True): "hn+tok"}[
+        (bool(gamma), bool(token_weight))]
 
 
 def _digest(values: dict) -> str:
@@ -95,7 +106,7 @@ def _zero_shot_identity(settings: dict) -> dict:
 def run_directory(runs_dir: str | Path, settings: dict) -> Path:
     """``runs_dir/[<framework>-]<objective>-<12 hex digits of the settings' identity>``: one folder per distinct
     run (the framework is named unless it is the default ``longclip``)."""
-    prefix = settings["objective"].replace("+", "_")
+    prefix = objective_name(settings["gamma"], settings["token_weight"]).replace("+", "_")
     if settings["framework"] != "longclip":
         prefix = f"{settings['framework']}-{prefix}"
     return Path(runs_dir) / f"{prefix}-{_digest(_identity(settings))}"
