@@ -248,8 +248,9 @@ print(exp.save_json("ablations", studies.slim({
 # 3. **How long is an ablation run?** With the chapter's recipe (`studies.SCALES[scale]`), predict how many
 #    optimizer steps each run of (a)–(c) takes, how many training pairs every epoch leaves out (the last partial
 #    batch is dropped), and the learning-rate factor of each step (linear warm-up over `warmup_steps`, then
-#    cosine decay to 0). Do the same for (d)'s 5 % runs at batch 16 × 2. Check with `hnclip_core.train.training_subset`, `epoch_batches`
-#    and `cosine_with_warmup` (the training set has `len(exp.pairs("train", evaluation=False))` pairs).
+#    cosine decay to 0). Do the same for (d)'s 5 % runs at batch 16 × 2. Check with
+#    `hnclip_core.train.training_subset`, `epoch_batches` and `cosine_with_warmup` (the training set has
+#    `len(exp.pairs("train", evaluation=False))` pairs).
 #
 # Solutions: `notebooks/solutions/chapter04.py` (functions of the runs, a batch or the parameters; checked by
 # `tests/test_exercises.py`).
