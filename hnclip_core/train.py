@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import json
 import logging
 import math
@@ -35,6 +36,8 @@ import random
 import sys
 import tempfile
 import time
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -54,14 +57,42 @@ from .longclip import keep_first_positions_frozen, load_longclip, longclip_param
 from .losses import HNClipTokenLoss
 
 __all__ = [
-    "TrainConfig", "TrainingHooks", "train", "recall_row", "resolve_device", "training_subset", "epoch_batches",
-    "TrainingDiverged",
+    "TrainConfig", "TrainingHooks", "check_field_types", "train", "recall_row", "resolve_device", "training_subset",
+    "epoch_batches", "TrainingDiverged",
 ]
 
 log = logging.getLogger(__name__)
 
 MARGIN_SOURCES = ("recomputed", "frozen")
 STATE_FILE = "training_state.pt"
+
+
+def _matches(value, hint) -> bool:
+    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    for kind in allowed:
+        if kind is type(None) and value is None:
+            return True
+        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+        if kind is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if kind in (str, bool) and isinstance(value, kind):
+            return True
+        if typing.get_origin(kind) is tuple and isinstance(value, tuple | list):
+            return all(_matches(item, typing.get_args(kind)[0]) for item in value)
+    return False
+
+
+def check_field_types(instance, what: str = "field") -> None:
+    """Raise ``TypeError`` naming the first field of a dataclass whose value does not match its annotation
+    (an int is a valid float, a bool is not an int): the one type check of every configuration object."""
+    hints = typing.get_type_hints(type(instance))
+    for f in dataclasses.fields(instance):
+        value = getattr(instance, f.name)
+        if f.init and not _matches(value, hints[f.name]):
+            kinds = typing.get_args(hints[f.name]) if isinstance(hints[f.name], types.UnionType) else (hints[f.name],)
+            expected = " or ".join(getattr(kind, "__name__", str(kind)) for kind in kinds)
+            raise TypeError(f"{what} {f.name!r} must be {expected}, got {value!r} ({type(value).__name__})")
 
 
 def _option(default, help: str):
@@ -140,6 +171,7 @@ class TrainConfig:
     progress: bool | None = _option(None, "show progress bars (default: only on a terminal)")
 
     def __post_init__(self):
+        check_field_types(self)
         if self.checkpoint is None:
             raise ValueError(
                 "checkpoint is required: the path of a Long-CLIP-format checkpoint "

@@ -147,6 +147,7 @@ def test_hnclip_loss_distributed_path_matches_one_process(distributed_results, l
         torch.testing.assert_close(text_grad / WORLD, text.grad[rows], rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_torchrun_training_equals_one_process_with_the_global_micro_batch(tiny_checkpoint, tiny_benchmark, tmp_path):
     common = ["--checkpoint", str(tiny_checkpoint), "--dataset", "synthetic", "--data-root", str(tiny_benchmark),
               "--epochs", "1", "--accumulation-steps", "2", "--lr", "1e-3", "--warmup-steps", "1",

@@ -19,6 +19,8 @@ from hnclip_core.replication.scorecard import build_scorecard
 from hnclip_core.replication.tutorial import chapter_notebooks, run_tutorial
 from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 
+pytestmark = pytest.mark.slow  # every chapter executed on real-format data: minutes
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
@@ -123,4 +125,4 @@ def test_an_ablation_grid_runs_on_real_format_data_and_is_collected(tmp_path, mo
     assert run["result"]["config"]["checkpoint"] == str(tiny_checkpoint)
     assert run["transfer"]["urban1k"]["last"]["mean_r1"] == transfer["hn+tok"]["urban1k"]["last"]["mean_r1"]
     verdict = next(r for r in build_scorecard({"transfer": collected["transfer"]}) if r.claim_id == "cross_domain")
-    assert verdict.status in ("reproduced", "not reproduced") and "docci→urban1k" in str(verdict.ours)
+    assert verdict.status != "not measured" and "docci→urban1k" in str(verdict.ours)  # the judge reads real data

@@ -43,6 +43,7 @@ def _weights(path):
     return torch.load(path, weights_only=True)
 
 
+@pytest.mark.slow
 def test_micro_recipe_is_deterministic_resumable_and_long_clip_shaped(tmp_path):
     path = pretrain(MICRO, tmp_path / "toy.pt", save_every=2, progress=False)
     model, _, tokenizer = load_longclip(path)
@@ -93,6 +94,7 @@ def test_every_step_draws_new_scenes_in_many_voices():
     assert all(len(c.split()) > 40 for c in first)
 
 
+@pytest.mark.slow
 def test_the_shipped_toy_measures_as_its_record_says():
     """The fp16 file reproduces the zero-shot regime its fp32 weights were probed at (up to a query or two)."""
     from hnclip_core.toy.regime import benchmark_tensors, zero_shot_regime

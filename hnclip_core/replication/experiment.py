@@ -31,8 +31,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import types
-import typing
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -44,7 +42,7 @@ from ..data import DATASETS, SPLITS, PairDataset, load_pairs
 from ..evaluate import DEFAULT_KS, encode_dataset, recall_at_k
 from ..frameworks import ADAPTER_LR, build_framework
 from ..longclip import load_longclip
-from ..train import STATE_FILE, TrainConfig, recall_row, resolve_device, train
+from ..train import STATE_FILE, TrainConfig, check_field_types, recall_row, resolve_device, train
 from .plots import save_figure
 
 __all__ = [
@@ -112,24 +110,6 @@ def run_directory(runs_dir: str | Path, settings: dict) -> Path:
     return Path(runs_dir) / f"{prefix}-{_digest(_identity(settings))}"
 
 
-def _type_name(hint) -> str:
-    return " or ".join(t.__name__ for t in typing.get_args(hint)) if typing.get_args(hint) else hint.__name__
-
-
-def _matches(value, hint) -> bool:
-    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    for kind in allowed:
-        if kind is type(None) and value is None:
-            return True
-        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-            return True
-        if kind is int and isinstance(value, int) and not isinstance(value, bool):
-            return True
-        if kind in (str, bool) and isinstance(value, kind):
-            return True
-    return False
-
-
 @dataclass
 class Experiment:
     """A notebook's parameters, validated, with the model, data and runs they describe.
@@ -159,13 +139,7 @@ class Experiment:
     _models: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
-        hints = typing.get_type_hints(Experiment)
-        for f in dataclasses.fields(self):
-            if f.init and not _matches(getattr(self, f.name), hints[f.name]):
-                raise TypeError(
-                    f"parameter {f.name!r} must be {_type_name(hints[f.name])}, "
-                    f"got {getattr(self, f.name)!r} ({type(getattr(self, f.name)).__name__})"
-                )
+        check_field_types(self, "parameter")
         for name, root, root_name in (
             (self.dataset, self.data_root, "data_root"),
             (self.eval_dataset, self.eval_data_root, "eval_data_root"),
