@@ -18,6 +18,7 @@ The embedded toy model of this project is written with :func:`save_longclip` and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import tempfile
@@ -202,15 +203,22 @@ def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:
     return state_dict
 
 
+@contextlib.contextmanager
+def _naming(path: Path):
+    """Prefix a :class:`CheckpointError` raised inside with the checkpoint's path."""
+    try:
+        yield
+    except CheckpointError as err:
+        raise CheckpointError(f"{path}: {err}") from None
+
+
 def load_longclip_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     """Read a Long-CLIP (or OpenAI-format CLIP) checkpoint as an fp32 state dict with the positional
     tables merged (:func:`merge_positional_embedding`). ``weights_only=True``: no code is unpickled."""
     path = Path(path)
     state_dict = _read_state_dict(path)
-    try:
+    with _naming(path):
         merged = merge_positional_embedding(state_dict)
-    except CheckpointError as err:
-        raise CheckpointError(f"{path}: {err}") from None
     return {k: v.float() if v.is_floating_point() else v for k, v in merged.items()}
 
 
@@ -227,10 +235,8 @@ def load_longclip(path: str | os.PathLike, device: str | torch.device = "cpu"):
     """
     path = Path(path)
     state_dict = load_longclip_state_dict(path)
-    try:
+    with _naming(path):
         arch = infer_architecture(state_dict)
-    except CheckpointError as err:
-        raise CheckpointError(f"{path}: {err}") from None
     model = build_clip(arch)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state_dict))

@@ -45,7 +45,7 @@ import json
 import logging
 from pathlib import Path, PurePosixPath
 
-from .pairs import ImageCaptionPair, layout_error, require_images
+from .pairs import ImageCaptionPair, existing_root, layout_error, require_images
 
 log = logging.getLogger(__name__)
 
@@ -115,9 +115,7 @@ def load_long_dci_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
     if split == "train":
         return load_dci_pairs(root, "train")
 
-    root = Path(root)
-    if not root.is_dir():
-        raise layout_error("Long-DCI", root, "data root does not exist", LONG_DCI_EXPECTED_LAYOUT)
+    root = existing_root("Long-DCI", root, LONG_DCI_EXPECTED_LAYOUT)
     annotations = root / ANNOTATIONS_DIR
     if not annotations.is_dir():
         raise layout_error(
@@ -157,8 +155,7 @@ def load_long_dci_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
 
 
 def _read_goal_list(root: Path, path: Path) -> list:
-    if not root.is_dir():
-        raise layout_error("DCI", root, "data root does not exist", EXPECTED_LAYOUT)
+    existing_root("DCI", root, EXPECTED_LAYOUT)
     if not path.is_file():
         raise layout_error("DCI", root, f"annotation file missing: {path}", EXPECTED_LAYOUT)
     records = _read_json(path, "DCI", root, EXPECTED_LAYOUT)

@@ -30,7 +30,7 @@ import json
 import logging
 from pathlib import Path
 
-from .pairs import ImageCaptionPair, layout_error, require_images
+from .pairs import ImageCaptionPair, existing_root, layout_error, require_images
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +95,7 @@ def load_docci_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
 
 def _read_descriptions(root: Path) -> list[dict]:
     """All rows of ``docci_descriptions.jsonlines``, checked for the fields the loader uses."""
-    if not root.is_dir():
-        raise layout_error(NAME, root, "data root does not exist", EXPECTED_LAYOUT)
+    existing_root(NAME, root, EXPECTED_LAYOUT)
     path = root / DESCRIPTIONS_FILE
     if not path.is_file():
         raise layout_error(NAME, root, f"annotation file missing: {path}", EXPECTED_LAYOUT)

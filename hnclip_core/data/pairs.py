@@ -43,6 +43,14 @@ def layout_error(name: str, root: Path, problem: str, expected_layout: str) -> D
     )
 
 
+def existing_root(name: str, root: str | Path, expected_layout: str) -> Path:
+    """``root`` as a Path, or an error showing the expected layout when the folder does not exist."""
+    root = Path(root)
+    if not root.is_dir():
+        raise layout_error(name, root, "data root does not exist", expected_layout)
+    return root
+
+
 def require_images(name: str, root: Path, pairs: Sequence[ImageCaptionPair], expected_layout: str) -> None:
     """Fail early, naming the first missing file, if any selected image is not on disk."""
     missing = [p.image_path for p in pairs if not p.image_path.is_file()]

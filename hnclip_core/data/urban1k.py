@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from .pairs import ImageCaptionPair, layout_error
+from .pairs import ImageCaptionPair, existing_root, layout_error
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +42,7 @@ def load_urban1k_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
     """All Urban-1K pairs (only split ``"test"`` exists), ordered by id; see the module docstring."""
     if split not in SPLITS:
         raise ValueError(f"Urban-1K split must be one of {SPLITS}, got {split!r}")
-    root = Path(root)
-    if not root.is_dir():
-        raise layout_error(NAME, root, "data root does not exist", EXPECTED_LAYOUT)
+    root = existing_root(NAME, root, EXPECTED_LAYOUT)
     for folder in (IMAGE_DIR, CAPTION_DIR):
         if not (root / folder).is_dir():
             raise layout_error(NAME, root, f"folder missing: {root / folder}", EXPECTED_LAYOUT)

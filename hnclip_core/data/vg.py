@@ -28,7 +28,7 @@ import json
 import logging
 from pathlib import Path
 
-from .pairs import ImageCaptionPair, layout_error, require_images
+from .pairs import ImageCaptionPair, existing_root, layout_error, require_images
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,7 @@ def load_vg_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
     """VG paragraph pairs of ``split`` (``"train"``, ``"val"`` or ``"test"``); see the module docstring."""
     if split not in SPLIT_FILES:
         raise ValueError(f"VG split must be one of {SPLITS}, got {split!r}")
-    root = Path(root)
-    if not root.is_dir():
-        raise layout_error(NAME, root, "data root does not exist", EXPECTED_LAYOUT)
+    root = existing_root(NAME, root, EXPECTED_LAYOUT)
     split_ids = _read_split_ids(root, root / SPLIT_FILES[split])
     paragraphs = _read_paragraphs(root, root / PARAGRAPHS_FILE)
 
