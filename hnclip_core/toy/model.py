@@ -1,7 +1,7 @@
 """The embedded toy Long-CLIP: pretrained once (:mod:`hnclip_core.toy.pretrain`), shipped in the package.
 
 A fresh machine never pretrains. :func:`ensure_toy_model` returns the shipped checkpoint
-(``hnclip_core/assets/toy-longclip-<recipe digest>.pt``, Long-CLIP's format, read back only through
+(``hnclip_core/toy/assets/toy-longclip-<recipe digest>.pt``, Long-CLIP's format, read back only through
 :func:`~hnclip_core.longclip.load_longclip` like the real ``longclip-L.pt``) after checking its SHA-256
 against the record beside it. The record (``….json``) holds the recipe, the training report (loss traces,
 zero-shot probes during training, wall time, machine) and the hash.
