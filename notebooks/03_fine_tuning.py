@@ -50,9 +50,12 @@ interactive = True  # progress bars; papermill batch runs pass False
 # %% tags=[]
 # %matplotlib inline
 #papermill_description=setup
+import torch
+import torch.nn.functional as F
 from IPython.display import Markdown, display
 
 from hnclip_core.evaluate import encode_dataset, retrieval_examples
+from hnclip_core.losses import HNClipTokenLoss, valid_text_token_mask
 from hnclip_core.replication.experiment import Experiment
 from hnclip_core.replication.paper import DOCCI_RECALL, paper_mean_r1
 from hnclip_core.replication.plots import show
@@ -67,6 +70,55 @@ exp = Experiment(
 )
 print(f"train on {exp.dataset}, evaluate on {exp.eval_name}; lr {exp.learning_rate:g}, {epochs} epochs, "
       f"effective batch {micro_batch_size * accumulation_steps} ({accumulation} accumulation)")
+
+# %% [markdown] tags=[]
+# ## The objective in full: Eq. 3
+# Chapter 2 wrote InfoNCE (Eq. 1) and the boosted L_HN (Eq. 2). HN-CLIP trains their sum with a token-level
+# late-interaction term (FILIP, §2.3):
+#
+# $$\mathcal{L} = \mathcal{L}_\mathrm{HN} + \lambda\,\mathcal{L}_\mathrm{tok}, \qquad \lambda = 1. \tag{3}$$
+#
+# L_tok compares an image's patch embeddings $x_{i,p}$ ($p = 1 \dots P$) with a caption's word-token embeddings
+# $w_{j,k}$ ($k \in T_j$, its tokens without padding and the start token), all L2-normalised. Each patch takes
+# its best-matching word, each word its best-matching patch, and both are averaged:
+#
+# $$\sigma^{I\to T}_{ij} = \frac{1}{P}\sum_{p=1}^{P} \max_{k \in T_j} x_{i,p}^\top w_{j,k}, \qquad
+#   \sigma^{T\to I}_{ij} = \frac{1}{|T_j|}\sum_{k \in T_j} \max_{p} x_{i,p}^\top w_{j,k},$$
+#
+# $$\mathcal{L}_\mathrm{tok} = \tfrac{1}{2}\big[\mathrm{CE}(s\,\sigma^{I\to T}, y) +
+#   \mathrm{CE}(s\,(\sigma^{T\to I})^\top, y)\big],$$
+#
+# with the same in-batch negatives and targets $y_i = i$ as Eq. 1. Written in torch — one similarity tensor over
+# every (image, caption, patch, word) and two maxima — and checked against the package's `HNClipTokenLoss`,
+# which computes the same in memory-bounded chunks:
+
+# %% tags=[]
+def filip_token_loss(patches, words, word_mask, s):
+    """L_tok of Eq. 3 for patches [B, P, D], words [B, L, D] and the mask of real words [B, L]."""
+    patches, words = F.normalize(patches, dim=-1), F.normalize(words, dim=-1)
+    similarity = torch.einsum("ipd,jkd->ijpk", patches, words)  # image i, caption j, patch p, word k
+    best_word = similarity.masked_fill(~word_mask[None, :, None, :], float("-inf")).amax(dim=3)
+    image_to_text = best_word.mean(dim=2)  # σ^{I→T}: [images, captions]
+    best_patch = similarity.amax(dim=2)  # [images, captions, words]
+    text_to_image = (best_patch * word_mask[None]).sum(dim=2) / word_mask.sum(dim=1)[None]
+    y = torch.arange(len(patches))
+    return (F.cross_entropy(s * image_to_text, y) + F.cross_entropy(s * text_to_image.T, y)) / 2
+
+
+generator = torch.Generator().manual_seed(seed)
+B, P, L, D = 6, 9, 12, 32
+patches, words = torch.randn(B, P, D, generator=generator), torch.randn(B, L, D, generator=generator)
+token_ids = torch.randint(1, 1000, (B, L), generator=generator)
+token_ids[:, 0] = 49406  # the start token, which L_tok leaves out
+for i in range(B):
+    token_ids[i, 4 + i :] = 0  # captions of different lengths, right-padded
+image_features, text_features = (F.normalize(torch.randn(B, D, generator=generator), dim=-1) for _ in range(2))
+terms = HNClipTokenLoss(gamma=0.5, token_weight=1.0)(
+    image_features, text_features, 100.0, output_dict=True,
+    image_tokens=patches, text_tokens=words, text_ids=token_ids)
+mine = filip_token_loss(patches, words, valid_text_token_mask(token_ids), 100.0)
+torch.testing.assert_close(mine, terms["token_loss"])
+print(f"L_tok = {mine.item():.4f}, as HNClipTokenLoss computes it (its L_HN: {terms['contrastive_loss'].item():.4f})")
 
 # %% [markdown] tags=[]
 # ## 1. Train both objectives
