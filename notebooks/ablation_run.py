@@ -9,7 +9,7 @@
 # %% [markdown]
 # # One ablation run: a single configuration, trained, evaluated and stored
 #
-# *The notebook behind every point of the ablation grids (`hnclip_core.replication.ablations.STUDIES`, `make ablations`).*
+# *The notebook behind every point of the ablation studies (`make ablations`; `replication.ablations.STUDIES`).*
 #
 # The chapters compare several configurations side by side. The ablation studies of HN-CLIP (arXiv
 # 2608.18521, Table 3, Tables A2 and A5–A11, Fig. 5–6) instead vary one setting over a grid, and each point
