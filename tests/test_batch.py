@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import nbformat
@@ -192,3 +193,17 @@ def test_point_names_are_filesystem_safe():
     assert batch.point_name({"lr": 1e-05, "flag": True, "ks": [1, 5]}) == "lr=1e-05,flag=True,ks=_1,5_"
     assert batch.point_name({"path": "../a b"}) == "path=.._a_b"
     assert batch.point_name({}) == "default"
+
+
+def test_the_tutorial_runner_measures_a_childs_peak_memory():
+    """What the per-chapter Binder check reads: the peak RSS of child processes during a block."""
+    import subprocess
+
+    from hnclip_core.replication.tutorial import KernelMemory
+
+    with KernelMemory() as memory:
+        subprocess.run([sys.executable, "-c", "x = bytearray(300 * 2**20); import time; time.sleep(0.5)"], check=True)
+    assert 300 < memory.peak_mb < 600
+    with KernelMemory() as idle:
+        pass
+    assert idle.peak_mb < 300

@@ -7,7 +7,7 @@ Executes the chapter notebooks in order with papermill into one folder::
         figures/*.png                             every figure, as PNG
         geometry.json, saturation.json, ...       each chapter's results (chapter 5 reads them)
         runs/<objective>-<hash>/                  the training runs (history.json/csv, training state)
-        tutorial_summary.json                     seconds and peak kernel memory per chapter
+        tutorial_summary.json                     seconds and peak kernel memory (RSS) per chapter
 
 All chapters share that ``output_dir`` and run with ``interactive=False``. ``-p NAME VALUE`` sets a
 parameter in every chapter that has it (e.g. ``-p backbone /data/longclip-L.pt -p dataset docci
@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import logging
-import resource
 import sys
+import threading
 import time
 from pathlib import Path
+
+import psutil
 
 from .batch import notebook_parameters, parameter_type_problem
 
@@ -63,9 +66,34 @@ def _check_overrides(notebooks: list[Path], overrides: dict) -> dict[Path, dict]
     return accepted
 
 
-def _peak_child_memory_mb() -> float:
-    """Largest resident set of any finished child process so far (the notebook kernels), in MB."""
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+class KernelMemory:
+    """The peak resident memory of this process's descendants (a chapter's kernel and what it starts), sampled
+    every ``interval`` seconds in a background thread while the ``with`` block runs — one chapter at a time, so a
+    Binder session's 2 GB limit can be checked per chapter."""
+
+    def __init__(self, interval: float = 0.05):
+        self.interval = interval
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for child in me.children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    total += child.memory_info().rss
+            self.peak_mb = max(self.peak_mb, total / 2**20)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> KernelMemory:
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def run_tutorial(
@@ -91,17 +119,18 @@ def run_tutorial(
     for notebook in notebooks:
         parameters = {**accepted[notebook], "output_dir": str(output), "interactive": False}
         started = time.perf_counter()
-        papermill.execute_notebook(
-            str(notebook), str(output / "notebooks" / notebook.name), parameters=parameters,
-            kernel_name=kernel, cwd=str(notebook.parent), progress_bar=progress,
-        )
+        with KernelMemory() as memory:
+            papermill.execute_notebook(
+                str(notebook), str(output / "notebooks" / notebook.name), parameters=parameters,
+                kernel_name=kernel, cwd=str(notebook.parent), progress_bar=progress,
+            )
         chapter = {"notebook": notebook.name, "seconds": round(time.perf_counter() - started, 1),
-                   "peak_memory_mb_so_far": round(_peak_child_memory_mb())}
+                   "peak_kernel_memory_mb": round(memory.peak_mb)}
         summary["chapters"].append(chapter)
         print(f"{notebook.name}: {chapter['seconds']:.0f} s", file=sys.stderr)
         (output / "tutorial_summary.json").write_text(json.dumps(summary, indent=2))
     summary["seconds"] = round(sum(c["seconds"] for c in summary["chapters"]), 1)
-    summary["peak_kernel_memory_mb"] = round(_peak_child_memory_mb())
+    summary["peak_kernel_memory_mb"] = max(c["peak_kernel_memory_mb"] for c in summary["chapters"])
     (output / "tutorial_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -120,7 +149,8 @@ def format_report(summary: dict) -> str:
     output = Path(summary["output_dir"])
     lines = [f"tutorial finished in {summary['seconds'] / 60:.1f} min "
              f"(peak kernel memory {summary['peak_kernel_memory_mb']} MB)"]
-    lines += [f"  {c['notebook']}: {c['seconds']:.0f} s" for c in summary["chapters"]]
+    lines += [f"  {c['notebook']}: {c['seconds']:.0f} s, peak {c['peak_kernel_memory_mb']} MB"
+              for c in summary["chapters"]]
     fine_tuning = output / "fine_tuning.json"
     if fine_tuning.is_file():
         runs = json.loads(fine_tuning.read_text())["runs"]
