@@ -8,7 +8,7 @@ NBVAL_OUTPUT := $(CURDIR)/runs/nbval
 # Where `make notebooks` runs the chapters (emptied first: committed outputs never come from a warm cache).
 NOTEBOOKS_OUTPUT ?= $(CURDIR)/runs/notebooks-build
 
-.PHONY: test unit-test notebook-test tutorial ablations notebooks install lint clean
+.PHONY: test unit-test notebook-test browser-test tutorial ablations notebooks install lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,9 +24,15 @@ install: $(STAMP)
 # Unit and integration tests, then every chapter notebook re-executed and compared with its committed outputs.
 test: unit-test notebook-test
 
+# Includes the browser check (tests/test_browser.py, marker `browser`, ≈ 2 min): chapters 1 and 2 run in JupyterLab
+# in headless Chromium; skipped where no Chromium is installed (Debian: apt-get install chromium; .ci/run does).
 unit-test: $(STAMP)
 	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
 	$(BIN)/python -m pytest
+
+# The browser check alone; its screenshots: /tmp/pytest-of-$USER/pytest-current/browser0/output/screenshots/.
+browser-test: $(STAMP)
+	$(BIN)/python -m pytest -m browser
 
 # nbval compares what is deterministic exactly; the trained numbers the chapters wrote are then compared with
 # results/chapter_numbers.json within a seed-derived tolerance (tests/chapter_numbers.py).
