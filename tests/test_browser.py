@@ -15,9 +15,10 @@ What runs, within a budget of about two minutes of ``make test`` (measured on a 
   §6, a fine-tuning run of several minutes, is left out: its cells are cleared and not executed (nbval runs it).
 
 Every chapter is cleared before it runs, so everything checked comes from this run, not from the committed
-outputs. Each test writes a full-page screenshot (``<HNCLIP_OUTPUT_DIR of the lab>/screenshots/``, inside
-pytest's temporary folder, e.g. ``/tmp/pytest-of-$USER/pytest-current/browser0/output/screenshots/``) so a
-person can look at what was checked. Run this module alone with ``.venv/bin/python -m pytest -m browser``.
+outputs. Each test writes a full-page screenshot so a person can look at what was checked, to
+``$HNCLIP_OUTPUT_DIR/screenshots/`` (``make browser-test``: ``runs/browser/screenshots/``), or without that
+variable to pytest's temporary folder (the path is printed; ``pytest -s`` shows it). Run this module alone with
+``.venv/bin/python -m pytest -m browser``.
 
 It needs a Chromium binary (Debian: ``apt-get install chromium``; ``.ci/run`` installs it); without one, or
 without Playwright, the tests are skipped, except where ``HNCLIP_REQUIRE_BROWSER`` is set (``.ci/run``).
@@ -199,7 +200,8 @@ def lab(chromium, tmp_path_factory) -> Iterator[Lab]:
 
     The copy keeps the committed notebooks unmodified (running a chapter rewrites its outputs, and JupyterLab
     saves); the chapter helpers travel with it. Jupyter's config, data and runtime folders, the lab's settings
-    and workspaces are temporary too, so neither the user's setup nor a previous run changes what is seen.
+    and workspaces are temporary too, so neither the user's setup nor a previous run changes what is seen. The
+    kernels write to ``$HNCLIP_OUTPUT_DIR`` if it is set, else to a temporary folder.
     """
     base = tmp_path_factory.mktemp("browser")
     root = base / "notebooks"
@@ -209,7 +211,8 @@ def lab(chromium, tmp_path_factory) -> Iterator[Lab]:
         (settings / name).parent.mkdir(parents=True, exist_ok=True)
         (settings / name).write_text(json.dumps(values))
     port, token = free_port(), "hnclip-browser-check"
-    lab = Lab(url=f"http://127.0.0.1:{port}/", token=token, root=root, output_dir=base / "output",
+    output_dir = Path(os.environ.get("HNCLIP_OUTPUT_DIR") or base / "output")  # as nbval's: the Makefile's choice
+    lab = Lab(url=f"http://127.0.0.1:{port}/", token=token, root=root, output_dir=output_dir,
               log=base / "jupyter-lab.log")
     env = dict(os.environ, HNCLIP_OUTPUT_DIR=str(lab.output_dir), JUPYTER_CONFIG_DIR=str(base / "jupyter-config"),
                JUPYTER_DATA_DIR=str(base / "jupyter-data"), JUPYTER_RUNTIME_DIR=str(base / "jupyter-runtime"),
