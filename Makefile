@@ -5,10 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 NBVAL_OUTPUT := $(CURDIR)/runs/nbval
+# Where the browser check's chapters write, and its screenshots (screenshots/).
+BROWSER_OUTPUT := $(CURDIR)/runs/browser
 # Where `make notebooks` runs the chapters (emptied first: committed outputs never come from a warm cache).
 NOTEBOOKS_OUTPUT ?= $(CURDIR)/runs/notebooks-build
 
-.PHONY: test unit-test notebook-test tutorial ablations notebooks install lint clean
+.PHONY: test unit-test notebook-test browser-test tutorial ablations notebooks install lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,13 +23,21 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
-# Unit and integration tests, then every chapter notebook re-executed and compared with its committed outputs.
-test: unit-test notebook-test
+# Unit and integration tests, chapters 1 and 2 run in JupyterLab in a browser, then every chapter notebook
+# re-executed and compared with its committed outputs.
+test: unit-test browser-test notebook-test
 
 unit-test: $(STAMP)
 	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not browser"
+
+# tests/test_browser.py (≈ 2 min): chapters 1 and 2 run in JupyterLab in headless Chromium and checked as a student
+# sees them; full-page screenshots in runs/browser/screenshots/. Skipped where no Chromium is installed (Debian:
+# apt-get install chromium; .ci/run installs it and sets HNCLIP_REQUIRE_BROWSER, which turns the skip into a failure).
+browser-test: $(STAMP)
+	rm -rf $(BROWSER_OUTPUT)
+	HNCLIP_OUTPUT_DIR=$(BROWSER_OUTPUT) $(BIN)/python -m pytest -m browser
 
 # nbval compares what is deterministic exactly; the trained numbers the chapters wrote are then compared with
 # results/chapter_numbers.json within a seed-derived tolerance (tests/chapter_numbers.py).
