@@ -297,10 +297,11 @@ def fractions_table(fractions: Mapping[str, Mapping[str, Mapping]]) -> str:
         runs = fractions[fraction]
         cells = [f"{runs[m]['last']['mean_r1']:.1f}" if m in runs else "–" for m in methods]
         best = strongest_baseline(runs)
-        margin = (f"{runs[METHOD]['last']['mean_r1'] - runs[best]['last']['mean_r1']:+.1f} ({best})"
+        margin = (f"{runs[METHOD]['last']['mean_r1'] - runs[best]['last']['mean_r1']:+.1f} ({OBJECTIVES[best]})"
                   if best and METHOD in runs else "–")
         rows.append([f"{100 * float(fraction):g} %", *cells, margin])
-    return markdown_table(["data", *(f"{m} avg R@1" for m in methods), "hn+tok − strongest baseline"], rows)
+    return markdown_table(["data", *(f"{OBJECTIVES[m]} avg R@1" for m in methods),
+                           f"{OBJECTIVES[METHOD]} − strongest baseline"], rows)
 
 
 def _mean_std(values: Sequence[float]) -> str:
@@ -318,10 +319,10 @@ def seeds_table(seeds: Mapping[str, Mapping[str, Mapping]]) -> str:
         values = {key: [runs[method]["last"][key] for runs in seeds.values() if method in runs]
                   for key in [*metrics, "mean_r1"]}
         spread = max(max(v) - min(v) for key, v in values.items() if key != "mean_r1")
-        rows.append([method, len(values["mean_r1"]), *(_mean_std(values[k]) for k in [*metrics, "mean_r1"]),
+        rows.append([OBJECTIVES[method], len(values["mean_r1"]), *(_mean_std(values[k]) for k in [*metrics, "mean_r1"]),
                      f"{spread:.1f}"])
     header = ["method", "seeds", *(f"{name} R@{k}" for _, name in DIRECTIONS for k in (1, 5, 10)), "avg R@1",
-              "max|Δ|"]
+              "max \\|Δ\\|"]
     return markdown_table(header, rows)
 
 
@@ -336,8 +337,8 @@ def transfer_table(transfer: Mapping[str, Mapping[str, Mapping]]) -> str:
         tests.sort(key=lambda t: t != train)  # in-domain first, as in Table A10
         for test in tests:
             first = next(ev[test] for ev in methods.values() if test in ev)
-            entries = [("zero-shot", first["zero_shot"])] + [(m, ev[test]["last"]) for m, ev in methods.items()
-                                                             if test in ev]
+            entries = [("zero-shot", first["zero_shot"])] + [(OBJECTIVES[m], ev[test]["last"])
+                                                             for m, ev in methods.items() if test in ev]
             for method, row in entries:
                 rows.append([f"{train} → {test}" + (" (in-domain)" if test == train else ""), method,
                              *(f"{row[f'{d}_r{k}']:.1f}" for d, _ in DIRECTIONS for k in (1, 5, 10)),
@@ -357,7 +358,8 @@ def temperature_table(temperature: Mapping[str, Mapping[str, Mapping]]) -> str:
 
 
 def plug_and_play_table(plug_and_play: Mapping[str, Mapping[str, Mapping]]) -> str:
-    """Table 2 / A4: per framework its InfoNCE baseline, the same recipe with L_HN as the global term, and Δ."""
+    """Table 2 / A4: per framework its InfoNCE baseline, the same recipe with L_HN as the global term, and Δ (the
+    paper's three-row layout)."""
     columns = [f"{d}_r{k}" for d, _ in DIRECTIONS for k in (1, 5, 10)] + ["mean_r1"]
     rows = []
     for framework, runs in plug_and_play.items():
