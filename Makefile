@@ -68,6 +68,7 @@ notebooks: $(STAMP)
 		HNCLIP_OUTPUT_DIR=$(NOTEBOOKS_OUTPUT) $(BIN)/papermill $$nb $$nb --cwd notebooks -k python3 || exit 1; \
 	done
 	$(BIN)/python -m tests.chapter_numbers $(NOTEBOOKS_OUTPUT) > results/chapter_numbers.json
+	$(BIN)/python -m tests.committed_notebooks notebooks/*.ipynb
 	$(BIN)/nbstripout --keep-output --keep-count --extra-keys "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.widgets" notebooks/*.ipynb
 
 lint: $(STAMP)
