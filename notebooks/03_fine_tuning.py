@@ -50,13 +50,14 @@ interactive = True  # progress bars; papermill batch runs pass False
 # %% tags=[]
 # %matplotlib inline
 #papermill_description=setup
+from chapter03_helpers import plot_retrievals, plot_training_losses
 from IPython.display import Markdown, display
 
 from hnclip_core.evaluate import encode_dataset, retrieval_examples
 from hnclip_core.replication.experiment import Experiment
 from hnclip_core.replication.paper import DOCCI_RECALL, paper_mean_r1
 from hnclip_core.replication.plots import show
-from hnclip_core.replication.plots.training import plot_convergence, plot_retrievals, plot_training_losses
+from hnclip_core.replication.plots.training import plot_convergence
 from hnclip_core.replication.report import recall_table
 
 exp = Experiment(

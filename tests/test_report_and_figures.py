@@ -1,4 +1,8 @@
-"""Tables (report.py) and the chapter figures of plots/geometry.py and plots/training.py on tiny inputs."""
+"""Tables (report.py) and the chapter figures on tiny inputs: the shared training curves of plots/training.py
+and chapters 1 and 3's own figures (notebooks/chapter01_helpers.py, chapter03_helpers.py)."""
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -7,28 +11,24 @@ from PIL import Image
 
 from hnclip_core.data.pairs import ImageCaptionPair
 from hnclip_core.evaluate import rank_changes, retrieval_examples, top_k_images
-from hnclip_core.replication.geometry import (
-    caption_similarity_stats,
-    differing_phrases,
-    in_batch_hardness,
-    near_duplicate_pairs,
-)
+from hnclip_core.replication.geometry import caption_similarity_stats, in_batch_hardness
 from hnclip_core.replication.paper import CAPTION_GEOMETRY, DOCCI_RECALL, paper_mean_r1
 from hnclip_core.replication.plots import save_figure
-from hnclip_core.replication.plots.geometry import (
+from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep
+from hnclip_core.replication.report import checks_table, geometry_table, recall_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
+
+from chapter01_helpers import (  # noqa: E402
+    differing_phrases,
+    near_duplicate_pairs,
     near_twin_html,
     plot_batch_matrix,
     plot_caption_similarity,
     plot_hardness_buckets,
     plot_near_twins,
 )
-from hnclip_core.replication.plots.training import (
-    plot_convergence,
-    plot_metric_sweep,
-    plot_retrievals,
-    plot_training_losses,
-)
-from hnclip_core.replication.report import checks_table, geometry_table, recall_table
+from chapter03_helpers import plot_retrievals, plot_training_losses  # noqa: E402
 
 
 def metrics_row(epoch, value):

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .training import _colour
+from .training import method_colour
 
 __all__ = ["plot_margin_annealing", "plot_plug_and_play", "plot_sample_efficiency", "plot_seed_convergence",
            "plot_temperature_grid"]
@@ -38,7 +38,7 @@ def plot_margin_annealing(runs: Mapping[str, Mapping]) -> Figure:
         scale = config.get("logit_scale") or history[-1].get("logit_scale")
         logits = (f"; s·γ·Ḡ {scale * config['gamma'] * applied[0]:.0f} → {scale * config['gamma'] * applied[-1]:.0f}"
                   if scale and "gamma" in config else "")
-        colour = _colour(label, index)
+        colour = method_colour(label, index)
         ax.plot(epochs, applied, marker="o", color=colour, label=f"{label}: Ḡ applied{logits}")
         if frozen:
             ax.plot(epochs, live, linestyle="--", color=colour, alpha=0.6, label=f"{label}: its live encoder")
@@ -61,13 +61,13 @@ def plot_sample_efficiency(fractions: Mapping[str, Mapping[str, Mapping]], refer
     x = [100 * float(k) for k in keys]
     for index, method in enumerate(methods):
         ys = [fractions[k][method]["last"]["mean_r1"] if method in fractions[k] else np.nan for k in keys]
-        ax.plot(x, ys, marker="o", color=_colour(method, index), label=method)
+        ax.plot(x, ys, marker="o", color=method_colour(method, index), label=method)
     full = fractions.get(max(keys, key=float), {})
     if reference and reference in full:
-        ax.axhline(full[reference]["last"]["mean_r1"], linestyle=":", color=_colour(reference, 0),
+        ax.axhline(full[reference]["last"]["mean_r1"], linestyle=":", color=method_colour(reference, 0),
                    label=f"{reference} at 100 % (strongest baseline)")
     zero_shot = next(iter(next(iter(fractions.values())).values()))["zero_shot"]["mean_r1"]
-    ax.axhline(zero_shot, linestyle="--", color=_colour("zero-shot", 0), linewidth=1, label="zero-shot")
+    ax.axhline(zero_shot, linestyle="--", color=method_colour("zero-shot", 0), linewidth=1, label="zero-shot")
     ax.set_xscale("log")
     ax.set_xticks(x, [f"{v:g} %" for v in x])
     ax.set_xlabel("share of the training set (same subsets for every method)")
@@ -92,7 +92,7 @@ def plot_seed_convergence(seeds: Mapping[str, Mapping[str, Mapping]]) -> Figure:
             values = np.array([[h[key] for h in history] for history in histories])
             mean = values.mean(axis=0)
             std = values.std(axis=0, ddof=1) if len(histories) > 1 else np.zeros_like(mean)
-            colour = _colour(method, index)
+            colour = method_colour(method, index)
             ax.plot(epochs, mean, marker="o", color=colour, label=f"{method} ({len(histories)} seeds)")
             ax.fill_between(epochs, mean - std, mean + std, color=colour, alpha=0.2)
         ax.set_title(title)
@@ -127,9 +127,9 @@ def plot_temperature_grid(temperature: Mapping[str, Mapping[str, Mapping]]) -> F
     for index, s in enumerate(scales):
         boosted = [g for g in gammas if float(g) > 0 and g in temperature[s]]
         line_ax.plot([float(s) * float(g) for g in boosted], [temperature[s][g]["last"]["mean_r1"] for g in boosted],
-                     marker="o", color=_colour(f"s={s}", index), label=f"s = {float(s):g}")
+                     marker="o", color=method_colour(f"s={s}", index), label=f"s = {float(s):g}")
         if "0" in temperature[s]:
-            line_ax.axhline(temperature[s]["0"]["last"]["mean_r1"], linestyle=":", color=_colour(f"s={s}", index),
+            line_ax.axhline(temperature[s]["0"]["last"]["mean_r1"], linestyle=":", color=method_colour(f"s={s}", index),
                             linewidth=1)
     line_ax.set_xscale("log")
     line_ax.set_xlabel("s·γ (the boost's scale in logits per unit of Ḡ)")
