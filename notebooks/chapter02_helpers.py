@@ -819,10 +819,10 @@ def plot_gradient_dynamics(measurements: list, history: list[dict] | None = None
                     label=f"'solved' ({SOLVED_LOSS_THRESHOLD:g})")
     ax_loss.set_yscale("log")
     ax_loss.set_ylim(bottom=loss_floor)
-    solved = (f"solved: CLIP {100 * c['solved_clip'].mean():.0f} %, HN {100 * c['solved_hn'].mean():.0f} %"
+    solved = (f"solved: L_CLIP {100 * c['solved_clip'].mean():.0f} %, L_HN {100 * c['solved_hn'].mean():.0f} %"
               if len(step) else "")
     if len(step) and "micro_solved_clip" in c and not np.isnan(c["micro_solved_clip"]).all():
-        solved += f"; micro-batches: CLIP {100 * np.nanmean(c['micro_solved_clip']):.0f} %"
+        solved += f"; micro-batches: L_CLIP {100 * np.nanmean(c['micro_solved_clip']):.0f} %"
     ax_loss.set_title(f"(a) Loss of each measured step (mean of its micro-batches)\n[{solved}]", fontsize=10)
     ax_loss.set_xlabel("optimizer step")
     ax_loss.set_ylabel("loss (log scale)")
@@ -842,8 +842,8 @@ def plot_gradient_dynamics(measurements: list, history: list[dict] | None = None
     ax_ratio.plot(step, np.where(ratio > 0, ratio, np.nan), color="#9467bd", linestyle="none", marker="x",
                   markersize=4, label="ratio ‖∇L_HN‖ / ‖∇L_CLIP‖")
     ax_ratio.set_yscale("log")
-    ax_ratio.set_ylabel("ratio HN / CLIP (log scale)", color="#9467bd")
-    zero_share = f"CLIP gradient exactly 0 in {100 * c['grad_zero_clip'].mean():.0f} %" if len(step) else ""
+    ax_ratio.set_ylabel("ratio L_HN / L_CLIP (log scale)", color="#9467bd")
+    zero_share = f"∇L_CLIP exactly 0 in {100 * c['grad_zero_clip'].mean():.0f} %" if len(step) else ""
     ax_grad.set_title(f"(b) Gradient size over all parameters  [{zero_share}]", fontsize=10)
     ax_grad.set_xlabel("optimizer step")
     ax_grad.set_ylabel("gradient norm (log scale)")

@@ -20,19 +20,22 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from hnclip_core.replication.plots.training import method_colour
+from hnclip_core.replication.plots.training import method_colour, method_name
 
 __all__ = ["plot_training_losses", "plot_retrievals"]
 
 
 def plot_training_losses(results: dict[str, dict]) -> Figure:
-    """Mean training loss per epoch of each run (log scale): what each objective optimises, side by side."""
+    """Mean training loss per epoch of each run (log scale): what each objective optimises, side by side.
+
+    ``results`` maps an objective (``"clip"``, ``"hn+tok"``, ...) to its training result; the legend gives the
+    paper's names (InfoNCE, HN-CLIP)."""
     fig = Figure(figsize=(5.6, 3.4))
     ax = fig.subplots()
     for index, (label, result) in enumerate(results.items()):
         rows = [h for h in result["history"] if h["epoch"] >= 1]
         ax.plot([h["epoch"] for h in rows], [h["train_loss"] for h in rows], marker="o",
-                color=method_colour(label, index), label=label)
+                color=method_colour(label, index), label=method_name(label))
     ax.set_yscale("log")
     ax.set_xlabel("fine-tuning epoch")
     ax.set_ylabel("mean training loss per step")
@@ -48,7 +51,8 @@ def plot_retrievals(examples: dict, pairs: Sequence) -> Figure:
 
     ``examples`` is :func:`hnclip_core.evaluate.retrieval_examples`'s result and ``pairs`` the test split's
     :class:`~hnclip_core.data.ImageCaptionPair` list it was computed on (query ``q`` is caption ``q``, whose
-    ground truth is image ``q``).
+    ground truth is image ``q``). Rows are labelled with the model names ``examples`` uses: chapter 3 keys the
+    features by the paper's names.
     """
     models = list(examples["top"])
     queries = examples["queries"]

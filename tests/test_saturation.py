@@ -286,6 +286,7 @@ def test_plot_gradient_dynamics_from_dataclasses_and_csv(close_figures, tmp_path
     assert isinstance(fig, Figure) and len(fig.axes) == 5  # four panels + the ratio's twin axis
     assert fig.axes[0].get_yscale() == "log" and fig.axes[1].get_yscale() == "log"
     np.testing.assert_allclose(fig.axes[3].lines[0].get_ydata(), [30.0, 25.5])
+    assert "solved: L_CLIP" in fig.axes[0].get_title() and "∇L_CLIP exactly 0" in fig.axes[1].get_title()
 
     monitor = GradientMonitor(every=5)
     monitor.measurements = measurements

@@ -1,6 +1,7 @@
-"""Figures of the ablation studies (chapter 5 and the ablation-run notebook): the drift of Ḡ (App. B.2),
+"""Figures of the ablation studies (chapters 4 and 5 and the ablation-run notebook): the drift of Ḡ (App. B.2),
 sample efficiency (Fig. 6), convergence over seeds (Fig. 5, A9), the temperature × γ grid (App. B.2) and the
-plug-and-play study (Table 2, A4)."""
+plug-and-play study (Table 2, A4). Methods are keyed by their short names and shown by the paper's
+(:func:`~hnclip_core.replication.plots.training.method_name`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .training import method_colour
+from .training import method_colour, method_name
 
 __all__ = ["plot_margin_annealing", "plot_plug_and_play", "plot_sample_efficiency", "plot_seed_convergence",
            "plot_temperature_grid"]
@@ -39,9 +40,10 @@ def plot_margin_annealing(runs: Mapping[str, Mapping]) -> Figure:
         logits = (f"; s·γ·Ḡ {scale * config['gamma'] * applied[0]:.0f} → {scale * config['gamma'] * applied[-1]:.0f}"
                   if scale and "gamma" in config else "")
         colour = method_colour(label, index)
-        ax.plot(epochs, applied, marker="o", color=colour, label=f"{label}: Ḡ applied{logits}")
+        name = method_name(label)
+        ax.plot(epochs, applied, marker="o", color=colour, label=f"{name}: Ḡ applied{logits}")
         if frozen:
-            ax.plot(epochs, live, linestyle="--", color=colour, alpha=0.6, label=f"{label}: its live encoder")
+            ax.plot(epochs, live, linestyle="--", color=colour, alpha=0.6, label=f"{name}: its live encoder")
     ax.set_xlabel("fine-tuning epoch (0 = before)")
     ax.set_ylabel("mean off-diagonal Ḡ (test captions)")
     ax.set_title("Ḡ per epoch: a recomputed margin relaxes as captions separate")
@@ -61,11 +63,11 @@ def plot_sample_efficiency(fractions: Mapping[str, Mapping[str, Mapping]], refer
     x = [100 * float(k) for k in keys]
     for index, method in enumerate(methods):
         ys = [fractions[k][method]["last"]["mean_r1"] if method in fractions[k] else np.nan for k in keys]
-        ax.plot(x, ys, marker="o", color=method_colour(method, index), label=method)
+        ax.plot(x, ys, marker="o", color=method_colour(method, index), label=method_name(method))
     full = fractions.get(max(keys, key=float), {})
     if reference and reference in full:
         ax.axhline(full[reference]["last"]["mean_r1"], linestyle=":", color=method_colour(reference, 0),
-                   label=f"{reference} at 100 % (strongest baseline)")
+                   label=f"{method_name(reference)} at 100 % (strongest baseline)")
     zero_shot = next(iter(next(iter(fractions.values())).values()))["zero_shot"]["mean_r1"]
     ax.axhline(zero_shot, linestyle="--", color=method_colour("zero-shot", 0), linewidth=1, label="zero-shot")
     ax.set_xscale("log")
@@ -93,7 +95,7 @@ def plot_seed_convergence(seeds: Mapping[str, Mapping[str, Mapping]]) -> Figure:
             mean = values.mean(axis=0)
             std = values.std(axis=0, ddof=1) if len(histories) > 1 else np.zeros_like(mean)
             colour = method_colour(method, index)
-            ax.plot(epochs, mean, marker="o", color=colour, label=f"{method} ({len(histories)} seeds)")
+            ax.plot(epochs, mean, marker="o", color=colour, label=f"{method_name(method)} ({len(histories)} seeds)")
             ax.fill_between(epochs, mean - std, mean + std, color=colour, alpha=0.2)
         ax.set_title(title)
         ax.set_xlabel("fine-tuning epoch (0 = zero-shot)")
