@@ -842,7 +842,7 @@ def plot_gradient_dynamics(measurements: list, history: list[dict] | None = None
     ax_ratio.plot(step, np.where(ratio > 0, ratio, np.nan), color="#9467bd", linestyle="none", marker="x",
                   markersize=4, label="ratio ‖∇L_HN‖ / ‖∇L_CLIP‖")
     ax_ratio.set_yscale("log")
-    ax_ratio.set_ylabel("ratio L_HN / L_CLIP (log scale)", color="#9467bd")
+    ax_ratio.set_ylabel("ratio ‖∇L_HN‖ / ‖∇L_CLIP‖ (log scale)", color="#9467bd")
     zero_share = f"∇L_CLIP exactly 0 in {100 * c['grad_zero_clip'].mean():.0f} %" if len(step) else ""
     ax_grad.set_title(f"(b) Gradient size over all parameters  [{zero_share}]", fontsize=10)
     ax_grad.set_xlabel("optimizer step")
