@@ -45,26 +45,22 @@ interactive = True  # progress bars and widgets; papermill batch runs pass False
 # %% tags=[]
 # %matplotlib inline
 #papermill_description=setup
-from IPython.display import HTML, Markdown, display
-
-from hnclip_core.replication.experiment import Experiment
-from hnclip_core.replication.geometry import (
+from chapter01_helpers import (
     batch_caption_matrix,
-    caption_similarity_stats,
-    encode_captions,
-    in_batch_hardness,
     near_duplicate_pairs,
-    off_diagonal_mean,
-)
-from hnclip_core.replication.paper import CAPTION_GEOMETRY, IN_BATCH_AT_LEAST_0_8
-from hnclip_core.replication.plots import show
-from hnclip_core.replication.plots.geometry import (
     near_twin_html,
+    off_diagonal_mean,
     plot_batch_matrix,
     plot_caption_similarity,
     plot_hardness_buckets,
     plot_near_twins,
 )
+from IPython.display import HTML, Markdown, display
+
+from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication.geometry import caption_similarity_stats, encode_captions, in_batch_hardness
+from hnclip_core.replication.paper import CAPTION_GEOMETRY, IN_BATCH_AT_LEAST_0_8
+from hnclip_core.replication.plots import show
 from hnclip_core.replication.report import geometry_table
 
 exp = Experiment(
@@ -185,9 +181,8 @@ print(exp.save_json("geometry", summary).name)
 # 2. **Twins and strangers** (synthetic benchmark). Each family is a base scene and members that differ from
 #    it in one detail; `synthetic_metadata.jsonlines`, beside the benchmark's `images/` folder, records each
 #    pair's `family_id` and `changed_detail` (the image file's name is the `example_id`). Print a base caption
-#    and one of its members side by side (`hnclip_core.replication.geometry.differing_phrases` shows where they
-#    differ) and
-#    predict their Ḡ before reading it off `features`. Then, over the whole split: the mean Ḡ within families
+#    and one of its members side by side (`differing_phrases` in `chapter01_helpers.py` shows where they differ)
+#    and predict their Ḡ before reading it off `features`. Then, over the whole split: the mean Ḡ within families
 #    and across families, and the share of captions whose hardest companion (`geometry.hardest_negative_index`)
 #    is a family member. Which negatives will γḠ boost the most?
 # 3. **Which edit makes the closest twin?** Group the Ḡ between every member and its family's base by the kind

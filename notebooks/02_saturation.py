@@ -58,9 +58,17 @@ import torch.nn.functional as F
 from chapter02_helpers import (
     TWIN,
     batch_summary,
+    boost_explorer_widget,
+    boost_reweighting,
+    hardness_concentration,
+    margin_sweep,
     plot_batch_matrices,
+    plot_boost_posteriors,
+    plot_fp32_saturation,
+    plot_gradient_dynamics,
     plot_real_batches,
     plot_twin_dynamics,
+    saturation_thresholds,
     strong_init_batch,
     twin_margin,
 )
@@ -72,19 +80,7 @@ from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, HNClipLoss
 from hnclip_core.replication.experiment import Experiment
 from hnclip_core.replication.paper import SATURATION
 from hnclip_core.replication.plots import show
-from hnclip_core.replication.plots.saturation import (
-    boost_explorer_widget,
-    plot_boost_posteriors,
-    plot_fp32_saturation,
-    plot_gradient_dynamics,
-)
 from hnclip_core.replication.report import diagnostics_table, thresholds_table
-from hnclip_core.replication.saturation import (
-    boost_reweighting,
-    hardness_concentration,
-    margin_sweep,
-    saturation_thresholds,
-)
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, device=device, seed=seed, lr=lr,

@@ -52,14 +52,15 @@ interactive = True  # progress bars; papermill batch runs pass False
 #papermill_description=setup
 import torch
 import torch.nn.functional as F
+from chapter03_helpers import plot_retrievals, plot_training_losses
 from IPython.display import Markdown, display
 
 from hnclip_core.evaluate import encode_dataset, retrieval_examples
 from hnclip_core.losses import HNClipTokenLoss, valid_text_token_mask
-from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication.experiment import OBJECTIVES, Experiment
 from hnclip_core.replication.paper import DOCCI_RECALL, paper_mean_r1
 from hnclip_core.replication.plots import show
-from hnclip_core.replication.plots.training import plot_convergence, plot_retrievals, plot_training_losses
+from hnclip_core.replication.plots.training import plot_convergence
 from hnclip_core.replication.report import recall_table
 
 exp = Experiment(
@@ -133,15 +134,17 @@ results = {objective: exp.run(objective=objective) for objective in (baseline, m
 # %% [markdown] tags=[]
 # ## 2. Retrieval after fine-tuning (Table 1 layout)
 # The last epoch of each run (no selection on the test split). The paper's DOCCI rows are shown for
-# orientation only: a different model, data set and scale.
+# orientation only: a different model, data set and scale. Rows carry the paper's names (`OBJECTIVES` maps
+# the parameters' short names to them: `clip` is InfoNCE, `hn+tok` is HN-CLIP).
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
 rows = {"zero-shot": results[baseline]["zero_shot"]}
-rows.update({objective: results[objective]["last"] for objective in (baseline, method)})
-display(Markdown(recall_table(rows, paper=DOCCI_RECALL)))
+rows.update({OBJECTIVES[objective]: results[objective]["last"] for objective in (baseline, method)})
+paper_rows = {OBJECTIVES.get(name, name): recall for name, recall in DOCCI_RECALL.items()}
+display(Markdown(recall_table(rows, paper=paper_rows)))
 gain = results[method]["last"]["mean_r1"] - results[baseline]["last"]["mean_r1"]
-print(f"{method} − {baseline}: {gain:+.1f} average R@1 (paper, DOCCI: "
+print(f"{OBJECTIVES[method]} − {OBJECTIVES[baseline]}: {gain:+.1f} average R@1 (paper, DOCCI: "
       f"{paper_mean_r1('hn+tok') - paper_mean_r1('clip'):+.1f})")
 
 # %% [markdown] tags=[]
@@ -178,13 +181,14 @@ features = {}
 for objective in (baseline, method):
     model, _, _ = exp.load_trained_model(results[objective])
     features[objective] = encode_dataset(model, test_set, device=exp.torch_device, progress=interactive)
-examples = retrieval_examples(features, baseline, method, best=2, worst=1, k=5)
+named = {OBJECTIVES[objective]: features[objective] for objective in (baseline, method)}  # the figure's labels
+examples = retrieval_examples(named, OBJECTIVES[baseline], OBJECTIVES[method], best=2, worst=1, k=5)
 
 # %% tags=[]
 # NBVAL_IGNORE_OUTPUT
 changes = examples["changes"]
-print(f"ground-truth rank under {method} vs {baseline}: better for {changes['improved']} queries, "
-      f"worse for {changes['worsened']}, unchanged for {changes['unchanged']}")
+print(f"ground-truth rank under {OBJECTIVES[method]} vs {OBJECTIVES[baseline]}: better for {changes['improved']} "
+      f"queries, worse for {changes['worsened']}, unchanged for {changes['unchanged']}")
 fig = plot_retrievals(examples, test_set.pairs)
 exp.save_figure(fig, "03_retrievals")
 show(fig)

@@ -1,6 +1,6 @@
 """The exercise solutions of chapters 1–4 (notebooks/solutions/chapterNN.py), and chapter 2's constructed batch,
-checked against independent computations: the package's geometry, evaluation, losses, saturation thresholds,
-training subset, batches and schedule, Eq. 4, and known values."""
+checked against independent computations: the package's geometry, evaluation, losses, training subset, batches
+and schedule, chapter 2's saturation thresholds, Eq. 4, and known values."""
 
 import json
 import math
@@ -16,13 +16,12 @@ from hnclip_core.evaluate import rank_changes, ranks_of_ground_truth, recall_at_
 from hnclip_core.longclip import load_longclip
 from hnclip_core.losses import HNClipLoss, caption_margin
 from hnclip_core.replication.geometry import caption_similarity_stats, encode_captions
-from hnclip_core.replication.saturation import saturation_thresholds
 from hnclip_core.toy.synthetic import EDIT_KINDS
 from hnclip_core.train import cosine_with_warmup, epoch_batches, training_subset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 
-from chapter02_helpers import TWIN, batch_summary, strong_init_batch, twin_margin  # noqa: E402
+from chapter02_helpers import TWIN, batch_summary, saturation_thresholds, strong_init_batch, twin_margin  # noqa: E402
 from solutions import chapter01, chapter02, chapter03, chapter04, chapter05  # noqa: E402
 
 S_SCALE = 100.0

@@ -1,9 +1,12 @@
 """Caption geometry of arXiv 2608.18521 (§2.1, Fig. 1, App. A.2–A.4) on hand-built features with known
-cosines, block-wise computation against dense references, and caption encoding with a tiny open_clip CLIP."""
+cosines, block-wise computation against dense references, and caption encoding with a tiny open_clip CLIP:
+the package's whole-split statistics and chapter 1's own helpers (one batch's Ḡ, near-twin pairs)."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import open_clip
 import pytest
@@ -11,15 +14,15 @@ import torch
 import torch.nn.functional as F
 
 from hnclip_core.longclip import ClipArchitecture, build_clip
-from hnclip_core.replication.geometry import (
+from hnclip_core.replication.geometry import caption_similarity_stats, encode_captions, in_batch_hardness
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
+
+from chapter01_helpers import (  # noqa: E402
     batch_caption_matrix,
-    caption_similarity_stats,
     content_words,
-    encode_captions,
-    in_batch_hardness,
     near_duplicate_pairs,
     off_diagonal_mean,
-    shared_content_words,
 )
 
 
@@ -205,12 +208,6 @@ CAPTIONS = [
 def test_content_words_lowercase_strip_punctuation_and_stopwords():
     assert content_words("The car's red door; the RED car is parked.") == ["car", "red", "door", "parked"]
     assert content_words("Two dogs and 3 cats.") == ["two", "dogs", "3", "cats"]
-
-
-def test_shared_content_words_in_order_of_the_first_caption():
-    assert shared_content_words(CAPTIONS[0], CAPTIONS[1]) == ["sports", "car", "parked", "street"]
-    assert shared_content_words(CAPTIONS[1], CAPTIONS[0]) == ["sports", "car", "parked", "street"]
-    assert shared_content_words(CAPTIONS[2], CAPTIONS[3]) == ["white", "green", "field"]
 
 
 def test_top_pairs_by_similarity_each_unordered_pair_once():

@@ -1,4 +1,8 @@
-"""Tables (report.py) and the chapter figures of plots/geometry.py and plots/training.py on tiny inputs."""
+"""Tables (report.py) and the chapter figures on tiny inputs: the shared training curves of plots/training.py
+and chapters 1 and 3's own figures (notebooks/chapter01_helpers.py, chapter03_helpers.py)."""
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -7,28 +11,25 @@ from PIL import Image
 
 from hnclip_core.data.pairs import ImageCaptionPair
 from hnclip_core.evaluate import rank_changes, retrieval_examples, top_k_images
-from hnclip_core.replication.geometry import (
-    caption_similarity_stats,
-    differing_phrases,
-    in_batch_hardness,
-    near_duplicate_pairs,
-)
+from hnclip_core.replication.geometry import caption_similarity_stats, in_batch_hardness
 from hnclip_core.replication.paper import CAPTION_GEOMETRY, DOCCI_RECALL, paper_mean_r1
-from hnclip_core.replication.plots import save_figure
-from hnclip_core.replication.plots.geometry import (
+from hnclip_core.replication.plots import METHOD_COLOURS, save_figure
+from hnclip_core.replication.plots.ablations import plot_sample_efficiency, plot_seed_convergence
+from hnclip_core.replication.plots.training import method_name, plot_convergence, plot_metric_sweep
+from hnclip_core.replication.report import checks_table, geometry_table, recall_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
+
+from chapter01_helpers import (  # noqa: E402
+    differing_phrases,
+    near_duplicate_pairs,
     near_twin_html,
     plot_batch_matrix,
     plot_caption_similarity,
     plot_hardness_buckets,
     plot_near_twins,
 )
-from hnclip_core.replication.plots.training import (
-    plot_convergence,
-    plot_metric_sweep,
-    plot_retrievals,
-    plot_training_losses,
-)
-from hnclip_core.replication.report import checks_table, geometry_table, recall_table
+from chapter03_helpers import plot_retrievals, plot_training_losses  # noqa: E402
 
 
 def metrics_row(epoch, value):
@@ -119,6 +120,32 @@ def test_every_chapter_figure_draws_and_saves(tmp_path, pairs):
     assert unchanged["queries"] == [] and len(plot_retrievals(unchanged, pairs).axes) == 1
     html = near_twin_html(twins[0], captions)
     assert html.count("<mark>") >= 2 and "cosine" in html
+
+
+def test_figures_name_the_objectives_as_the_paper_does():
+    """Legends show the paper's names (InfoNCE, HN-CLIP, ...) for runs keyed by the short names; colours still
+    follow the key."""
+    assert [method_name(k) for k in ("clip", "tok", "hn", "hn+tok")] == ["InfoNCE", "InfoNCE + L_tok", "L_HN",
+                                                                          "HN-CLIP"]
+    assert method_name("zero-shot") == "zero-shot" and method_name("T→I R@1") == "T→I R@1"
+
+    def legend(ax):
+        return [text.get_text() for text in ax.get_legend().get_texts()]
+
+    run = {"history": [metrics_row(0, 20.0), metrics_row(1, 25.0)], "last": metrics_row(1, 25.0),
+           "zero_shot": metrics_row(0, 20.0)}
+    results = {"clip": run, "hn+tok": run}
+    convergence = plot_convergence(results)
+    assert legend(convergence.axes[0]) == ["InfoNCE", "HN-CLIP"]
+    assert legend(convergence.axes[1]) == ["InfoNCE T→I", "InfoNCE I→T", "HN-CLIP T→I", "HN-CLIP I→T"]
+    assert convergence.axes[0].lines[0].get_color() == METHOD_COLOURS["clip"]
+    assert legend(plot_training_losses(results).axes[0]) == ["InfoNCE", "HN-CLIP"]
+    sweep = plot_metric_sweep([0, 1], {"tok": [1, 2]}, "γ", "R@1", "t", baseline={"hn": 1.0})
+    assert set(legend(sweep.axes[0])) == {"InfoNCE + L_tok", "L_HN"}
+    efficiency = plot_sample_efficiency({"0.5": results, "1": results}, reference="clip")
+    assert legend(efficiency.axes[0]) == ["InfoNCE", "HN-CLIP", "InfoNCE at 100 % (strongest baseline)", "zero-shot"]
+    seeds = plot_seed_convergence({"0": results, "1": results})
+    assert legend(seeds.axes[0]) == ["InfoNCE (2 seeds)", "HN-CLIP (2 seeds)"]
 
 
 def test_thresholds_and_diagnostics_tables():

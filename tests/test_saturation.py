@@ -1,8 +1,11 @@
-"""Saturation arithmetic of InfoNCE, the boost's gradient re-weighting (Eq. 4) and their figures."""
+"""Saturation arithmetic of InfoNCE, the boost's gradient re-weighting (Eq. 4) and their figures: chapter 2's
+helpers (``notebooks/chapter02_helpers.py``)."""
 
 import csv
 import io
 import math
+import sys
+from pathlib import Path
 
 import matplotlib
 
@@ -17,17 +20,19 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from hnclip_core.diagnostics import GradientMeasurement, GradientMonitor  # noqa: E402
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, HNClipLoss, caption_margin  # noqa: E402
-from hnclip_core.replication.plots.saturation import (  # noqa: E402
-    boost_explorer_figure,
-    plot_boost_posteriors,
-    plot_fp32_saturation,
-    plot_gradient_dynamics,
-)
-from hnclip_core.replication.saturation import (  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
+
+from chapter02_helpers import (  # noqa: E402
     THRESHOLDS,
+    boost_explorer_figure,
+    boost_explorer_widget,
     boost_reweighting,
     hardness_concentration,
     margin_sweep,
+    plot_boost_posteriors,
+    plot_fp32_saturation,
+    plot_gradient_dynamics,
     saturation_thresholds,
 )
 
@@ -281,6 +286,7 @@ def test_plot_gradient_dynamics_from_dataclasses_and_csv(close_figures, tmp_path
     assert isinstance(fig, Figure) and len(fig.axes) == 5  # four panels + the ratio's twin axis
     assert fig.axes[0].get_yscale() == "log" and fig.axes[1].get_yscale() == "log"
     np.testing.assert_allclose(fig.axes[3].lines[0].get_ydata(), [30.0, 25.5])
+    assert "solved: L_CLIP" in fig.axes[0].get_title() and "∇L_CLIP exactly 0" in fig.axes[1].get_title()
 
     monitor = GradientMonitor(every=5)
     monitor.measurements = measurements
@@ -299,8 +305,6 @@ def test_plot_gradient_dynamics_from_dataclasses_and_csv(close_figures, tmp_path
 
 
 def test_boost_explorer_widget_draws_only_on_request():
-    from hnclip_core.replication.plots.saturation import boost_explorer_widget
-
     torch.manual_seed(0)
     features = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
     widget = boost_explorer_widget(features, features.flip(0), gamma=0.25, logit_scale=50.0)

@@ -15,8 +15,10 @@ Urban-1K   0.88           0.94
 =========  =============  ======================
 
 and 86–99 % of all in-batch negatives have caption similarity Ḡ ≥ 0.8 (Fig. A6C; the paper trains with an
-effective batch of 128);
-one real B = 8 batch has off-diagonal means 0.82–0.84 on every benchmark (Fig. A5).
+effective batch of 128).
+
+These are the statistics that chapter 1 and the calibration both measure. What only chapter 1 shows — one
+batch's Ḡ (Fig. A5), the near-twin pairs (Fig. A1–A4) and the figures — is in ``notebooks/chapter01_helpers.py``.
 
 Everything here works on a ``[N, D]`` tensor of L2-normalised caption embeddings, so any text encoder
 can be measured; :func:`encode_captions` produces that tensor for an open_clip ``CLIP`` (e.g. one
@@ -31,8 +33,6 @@ pairwise values returned for histograms are either every unordered pair (when th
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -40,41 +40,11 @@ from itertools import pairwise
 import torch
 from tqdm.auto import tqdm
 
-from ..losses import caption_margin
-
-__all__ = [
-    "DEFAULT_BUCKETS",
-    "STOPWORDS",
-    "CaptionGeometry",
-    "InBatchHardness",
-    "NearDuplicate",
-    "encode_captions",
-    "caption_similarity_stats",
-    "batch_caption_matrix",
-    "off_diagonal_mean",
-    "in_batch_hardness",
-    "near_duplicate_pairs",
-    "content_words",
-    "shared_content_words",
-    "differing_phrases",
-]
+__all__ = ["DEFAULT_BUCKETS", "CaptionGeometry", "InBatchHardness", "encode_captions", "caption_similarity_stats",
+           "in_batch_hardness"]
 
 #: Hardness thresholds of Fig. A6C: negatives are split into Ḡ < 0.8, 0.8 ≤ Ḡ < 0.9 and Ḡ ≥ 0.9.
 DEFAULT_BUCKETS = (0.8, 0.9)
-
-#: English function words left out when comparing captions' content words (App. A.3, Fig. A1–A4
-#: highlight the *content* words two near-duplicate captions share).
-STOPWORDS = frozenset(
-    """
-    a an the and or but nor so yet if then than that this these those there here
-    is are was were be been being am has have had having do does did doing will would shall should
-    can could may might must
-    i me my we us our you your he him his she her it its they them their what which who whom whose
-    of in on at by for with from to into onto off out up down over under about as
-    not no only also just very too more most some any all each both few other such own same
-    while when where why how again further once
-    """.split()
-)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -299,35 +269,8 @@ def caption_similarity_stats(
 
 
 # --------------------------------------------------------------------------------------------------------
-# One batch (Fig. A5) and in-batch negatives (Fig. A6C)
+# In-batch negatives (Fig. A6C)
 # --------------------------------------------------------------------------------------------------------
-
-
-@torch.no_grad()
-def batch_caption_matrix(
-    text_features: torch.Tensor, batch_size: int = 8, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Ḡ of one random batch: the matrix HN-CLIP adds (scaled by γ) to the logits (App. A.2, Fig. A5).
-
-    Returns ``(indices, matrix)``: the ``batch_size`` caption indices drawn without replacement (in draw
-    order, deterministic given ``seed``) and their ``[B, B]`` caption-similarity matrix with the diagonal
-    masked to 0, built by :func:`hnclip_core.losses.caption_margin` with γ = 1, exactly as the loss builds it.
-    The paper's B = 8 batches have off-diagonal means 0.82–0.84 on all four benchmarks
-    (:func:`off_diagonal_mean`).
-    """
-    features = _check_features(text_features)
-    if batch_size > features.shape[0]:
-        raise ValueError(f"batch_size {batch_size} exceeds the number of captions {features.shape[0]}")
-    indices = torch.randperm(features.shape[0], generator=torch.Generator().manual_seed(seed))[:batch_size]
-    batch = features[indices.to(features.device)]
-    return indices, caption_margin(batch, batch, gamma=1.0).cpu()
-
-
-def off_diagonal_mean(matrix: torch.Tensor) -> float:
-    """Mean of a square matrix's off-diagonal entries (the statistic quoted for Fig. A5)."""
-    size = matrix.shape[0]
-    off_diagonal = ~torch.eye(size, dtype=torch.bool, device=matrix.device)
-    return float(matrix[off_diagonal].double().mean())
 
 
 @dataclass(frozen=True)
@@ -404,138 +347,3 @@ def in_batch_hardness(
     fraction_at_least, bucket_fractions = _composition(count_at_least, num_negatives, thresholds)
     return InBatchHardness(batch_size, num_batches, num_negatives, fraction_at_least, bucket_fractions)
 
-
-# --------------------------------------------------------------------------------------------------------
-# What near-duplicates look like (App. A.3, Fig. A1–A4)
-# --------------------------------------------------------------------------------------------------------
-
-
-def content_words(caption: str) -> list[str]:
-    """The caption's distinct content words in order of first appearance.
-
-    Lowercased, split at anything that is not a letter or digit (so punctuation is stripped and "car's"
-    gives "car"), without :data:`STOPWORDS` and without single letters.
-    """
-    words = re.findall(r"[^\W_]+", caption.lower())
-    kept = (w for w in words if w not in STOPWORDS and not (len(w) == 1 and w.isalpha()))
-    return list(dict.fromkeys(kept))
-
-
-def shared_content_words(caption_a: str, caption_b: str) -> list[str]:
-    """Content words that occur in both captions, in order of first appearance in ``caption_a``
-    (the words Fig. A1–A4 highlight)."""
-    in_b = set(content_words(caption_b))
-    return [word for word in content_words(caption_a) if word in in_b]
-
-
-@dataclass(frozen=True)
-class NearDuplicate:
-    """Captions ``i`` and ``j`` with cosine ``similarity``, and their content words split three ways."""
-
-    i: int
-    j: int
-    similarity: float
-    shared_words: tuple[str, ...]
-    only_in_i: tuple[str, ...]
-    only_in_j: tuple[str, ...]
-
-
-def _describe_pair(i: int, j: int, similarity: float, captions: Sequence[str]) -> NearDuplicate:
-    words_i, words_j = content_words(captions[i]), content_words(captions[j])
-    set_i, set_j = set(words_i), set(words_j)
-    return NearDuplicate(
-        i=i,
-        j=j,
-        similarity=similarity,
-        shared_words=tuple(w for w in words_i if w in set_j),
-        only_in_i=tuple(w for w in words_i if w not in set_j),
-        only_in_j=tuple(w for w in words_j if w not in set_i),
-    )
-
-
-def _most_similar_pairs(features: torch.Tensor, top: int, block_size: int) -> list[tuple[int, int, float]]:
-    """The ``top`` most similar unordered pairs (i < j), found block by block with a running top-k."""
-    n = features.shape[0]
-    best_values = torch.empty(0)
-    best_pairs = torch.empty(0, 2, dtype=torch.long)
-    for rows, block in _similarity_blocks(features, block_size):
-        upper = _columns_after_row(rows, n)
-        candidates = block.masked_fill(~upper, float("-inf")).flatten()
-        k = min(top, int(upper.sum()))
-        if k == 0:
-            continue
-        values, flat = candidates.topk(k)
-        pairs = torch.stack([rows[flat // n], flat % n], dim=1).cpu()
-        best_values = torch.cat([best_values, values.cpu()])
-        best_pairs = torch.cat([best_pairs, pairs])
-        keep = best_values.topk(min(top, len(best_values))).indices
-        best_values, best_pairs = best_values[keep], best_pairs[keep]
-    found = [(int(i), int(j), float(v)) for (i, j), v in zip(best_pairs.tolist(), best_values.tolist(), strict=True)]
-    return sorted(found, key=lambda pair: (-pair[2], pair[0], pair[1]))
-
-
-def _pairs_near_quantile(features: torch.Tensor, top: int, quantile: float, block_size: int):
-    """Queries whose hardest-companion cosine lies closest to its ``quantile``, each with that companion.
-
-    A pair that two queries would both contribute (each the other's hardest companion) is listed once.
-    """
-    geometry = caption_similarity_stats(features, block_size=block_size, max_pairwise_values=0)
-    hardest, companion = geometry.hardest_negative, geometry.hardest_negative_index
-    target = torch.quantile(hardest.double(), quantile).float()
-    closest_first = torch.argsort((hardest - target).abs(), stable=True)
-    chosen, seen = [], set()
-    for query in closest_first.tolist():
-        other = int(companion[query])
-        if frozenset((query, other)) in seen:
-            continue
-        seen.add(frozenset((query, other)))
-        chosen.append((query, other, float(hardest[query])))
-        if len(chosen) == top:
-            break
-    return sorted(chosen, key=lambda pair: (-pair[2], pair[0], pair[1]))
-
-
-@torch.no_grad()
-def near_duplicate_pairs(
-    text_features: torch.Tensor,
-    captions: Sequence[str],
-    top: int = 10,
-    quantile: float | None = None,
-    block_size: int = 1024,
-) -> list[NearDuplicate]:
-    """Near-duplicate caption pairs with the content words they share (App. A.3, Fig. A1–A4).
-
-    Without ``quantile``: the ``top`` most similar pairs of the whole set, each unordered pair once with
-    i < j. With ``quantile`` (the paper uses 0.9): the ``top`` captions whose hardest-companion cosine is
-    closest to that quantile of the hardest-companion distribution, each paired with its hardest companion
-    (i = query, j = companion) — "striking but not extreme"; the paper's DOCCI/DCI/Urban-1K examples reach
-    0.93–0.97. Either way the list is sorted by decreasing similarity.
-    """
-    features = _check_features(text_features)
-    if len(captions) != features.shape[0]:
-        raise ValueError(f"{len(captions)} captions for {features.shape[0]} feature rows")
-    if top < 1:
-        raise ValueError(f"top must be at least 1, got {top}")
-    if quantile is None:
-        pairs = _most_similar_pairs(features, top, block_size)
-    else:
-        if not 0.0 <= quantile <= 1.0:
-            raise ValueError(f"quantile must lie in [0, 1], got {quantile}")
-        pairs = _pairs_near_quantile(features, top, quantile, block_size)
-    return [_describe_pair(i, j, similarity, captions) for i, j, similarity in pairs]
-
-
-def differing_phrases(caption_a: str, caption_b: str) -> tuple[list[str], list[str]]:
-    """Where two captions differ, word by word: the phrases of ``caption_a`` and of ``caption_b`` that the
-    other caption does not have at that place (a word-level diff, so swapped positions and changed sizes
-    show even when both captions use the same words somewhere)."""
-    words_a, words_b = caption_a.split(), caption_b.split()
-    only_a, only_b = [], []
-    matcher = difflib.SequenceMatcher(a=words_a, b=words_b, autojunk=False)
-    for tag, a_start, a_end, b_start, b_end in matcher.get_opcodes():
-        if tag != "equal":
-            if a_end > a_start:
-                only_a.append(" ".join(words_a[a_start:a_end]))
-            if b_end > b_start:
-                only_b.append(" ".join(words_b[b_start:b_end]))
-    return only_a, only_b

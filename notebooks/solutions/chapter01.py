@@ -11,13 +11,19 @@ features. ``python notebooks/solutions/chapter01.py`` shows them on constructed 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from hnclip_core.replication.geometry import differing_phrases
 from hnclip_core.toy.synthetic import METADATA_FILE
+
+_NOTEBOOKS = str(Path(__file__).resolve().parents[1])
+if _NOTEBOOKS not in sys.path:  # chapter01_helpers lives beside the notebooks
+    sys.path.insert(0, _NOTEBOOKS)
+
+from chapter01_helpers import differing_phrases  # noqa: E402
 
 __all__ = ["synthetic_metadata", "similarity_matrix", "exercise1", "exercise2", "exercise3"]
 
@@ -126,7 +132,7 @@ def exercise3(features: torch.Tensor, metadata: Sequence[dict], captions: Sequen
     Every family member other than the base scene records its edit in ``changed_detail`` (kind: colour,
     shape, size, swap or background), always relative to the base. For each member this takes its cosine
     with the base's caption and the number of words in which the two captions differ (a word-level diff,
-    :func:`hnclip_core.replication.geometry.differing_phrases`, counting both sides), and averages both per kind.
+    :func:`chapter01_helpers.differing_phrases`, counting both sides), and averages both per kind.
 
     Returns ``{kind: {"count", "mean_similarity", "mean_words_changed"}}``, the most similar kind first.
     A colour edit renames an object everywhere the caption mentions it (its own sentence and the spatial

@@ -1,6 +1,7 @@
-"""Figures of the ablation studies (chapter 5 and the ablation-run notebook): the drift of Ḡ (App. B.2),
+"""Figures of the ablation studies (chapters 4 and 5 and the ablation-run notebook): the drift of Ḡ (App. B.2),
 sample efficiency (Fig. 6), convergence over seeds (Fig. 5, A9), the temperature × γ grid (App. B.2) and the
-plug-and-play study (Table 2, A4)."""
+plug-and-play study (Table 2, A4). Methods are keyed by their short names and shown by the paper's
+(:func:`~hnclip_core.replication.plots.training.method_name`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .training import _colour
+from .training import method_colour, method_name
 
 __all__ = ["plot_margin_annealing", "plot_plug_and_play", "plot_sample_efficiency", "plot_seed_convergence",
            "plot_temperature_grid"]
@@ -38,10 +39,11 @@ def plot_margin_annealing(runs: Mapping[str, Mapping]) -> Figure:
         scale = config.get("logit_scale") or history[-1].get("logit_scale")
         logits = (f"; s·γ·Ḡ {scale * config['gamma'] * applied[0]:.0f} → {scale * config['gamma'] * applied[-1]:.0f}"
                   if scale and "gamma" in config else "")
-        colour = _colour(label, index)
-        ax.plot(epochs, applied, marker="o", color=colour, label=f"{label}: Ḡ applied{logits}")
+        colour = method_colour(label, index)
+        name = method_name(label)
+        ax.plot(epochs, applied, marker="o", color=colour, label=f"{name}: Ḡ applied{logits}")
         if frozen:
-            ax.plot(epochs, live, linestyle="--", color=colour, alpha=0.6, label=f"{label}: its live encoder")
+            ax.plot(epochs, live, linestyle="--", color=colour, alpha=0.6, label=f"{name}: its live encoder")
     ax.set_xlabel("fine-tuning epoch (0 = before)")
     ax.set_ylabel("mean off-diagonal Ḡ (test captions)")
     ax.set_title("Ḡ per epoch: a recomputed margin relaxes as captions separate")
@@ -61,13 +63,13 @@ def plot_sample_efficiency(fractions: Mapping[str, Mapping[str, Mapping]], refer
     x = [100 * float(k) for k in keys]
     for index, method in enumerate(methods):
         ys = [fractions[k][method]["last"]["mean_r1"] if method in fractions[k] else np.nan for k in keys]
-        ax.plot(x, ys, marker="o", color=_colour(method, index), label=method)
+        ax.plot(x, ys, marker="o", color=method_colour(method, index), label=method_name(method))
     full = fractions.get(max(keys, key=float), {})
     if reference and reference in full:
-        ax.axhline(full[reference]["last"]["mean_r1"], linestyle=":", color=_colour(reference, 0),
-                   label=f"{reference} at 100 % (strongest baseline)")
+        ax.axhline(full[reference]["last"]["mean_r1"], linestyle=":", color=method_colour(reference, 0),
+                   label=f"{method_name(reference)} at 100 % (strongest baseline)")
     zero_shot = next(iter(next(iter(fractions.values())).values()))["zero_shot"]["mean_r1"]
-    ax.axhline(zero_shot, linestyle="--", color=_colour("zero-shot", 0), linewidth=1, label="zero-shot")
+    ax.axhline(zero_shot, linestyle="--", color=method_colour("zero-shot", 0), linewidth=1, label="zero-shot")
     ax.set_xscale("log")
     ax.set_xticks(x, [f"{v:g} %" for v in x])
     ax.set_xlabel("share of the training set (same subsets for every method)")
@@ -92,8 +94,8 @@ def plot_seed_convergence(seeds: Mapping[str, Mapping[str, Mapping]]) -> Figure:
             values = np.array([[h[key] for h in history] for history in histories])
             mean = values.mean(axis=0)
             std = values.std(axis=0, ddof=1) if len(histories) > 1 else np.zeros_like(mean)
-            colour = _colour(method, index)
-            ax.plot(epochs, mean, marker="o", color=colour, label=f"{method} ({len(histories)} seeds)")
+            colour = method_colour(method, index)
+            ax.plot(epochs, mean, marker="o", color=colour, label=f"{method_name(method)} ({len(histories)} seeds)")
             ax.fill_between(epochs, mean - std, mean + std, color=colour, alpha=0.2)
         ax.set_title(title)
         ax.set_xlabel("fine-tuning epoch (0 = zero-shot)")
@@ -127,9 +129,9 @@ def plot_temperature_grid(temperature: Mapping[str, Mapping[str, Mapping]]) -> F
     for index, s in enumerate(scales):
         boosted = [g for g in gammas if float(g) > 0 and g in temperature[s]]
         line_ax.plot([float(s) * float(g) for g in boosted], [temperature[s][g]["last"]["mean_r1"] for g in boosted],
-                     marker="o", color=_colour(f"s={s}", index), label=f"s = {float(s):g}")
+                     marker="o", color=method_colour(f"s={s}", index), label=f"s = {float(s):g}")
         if "0" in temperature[s]:
-            line_ax.axhline(temperature[s]["0"]["last"]["mean_r1"], linestyle=":", color=_colour(f"s={s}", index),
+            line_ax.axhline(temperature[s]["0"]["last"]["mean_r1"], linestyle=":", color=method_colour(f"s={s}", index),
                             linewidth=1)
     line_ax.set_xscale("log")
     line_ax.set_xlabel("s·γ (the boost's scale in logits per unit of Ḡ)")

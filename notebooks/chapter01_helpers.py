@@ -1,0 +1,358 @@
+"""Chapter 1's own helpers: one batch's Ḡ, the near-twin pairs, and the chapter's figures (arXiv 2608.18521
+§2.1, Fig. 1, App. A.1–A.4).
+
+Kept beside the notebooks (as rasbt keeps ``previous_chapters.py``): chapter 1 and its exercise solutions use
+them, nothing else does. The whole-split statistics that calibration also needs — :func:`encode_captions`,
+:func:`caption_similarity_stats`, :func:`in_batch_hardness` — stay in :mod:`hnclip_core.replication.geometry`.
+
+By section of ``01_caption_geometry``:
+
+* §2, Fig. 1 / Table A1: :func:`plot_caption_similarity` (pairwise and hardest-companion histograms);
+* §3, Fig. A5: :func:`batch_caption_matrix`, :func:`off_diagonal_mean`, :func:`plot_batch_matrix` (Ḡ of one batch);
+* §4, Fig. A6C: :func:`plot_hardness_buckets` (in-batch negatives by hardness bucket);
+* §5, Fig. A1–A4: :func:`near_duplicate_pairs`, :func:`differing_phrases`, :func:`plot_near_twins`,
+  :func:`near_twin_html` (what near-twins look like, and where they differ).
+
+The figures are plain :class:`matplotlib.figure.Figure` objects (no pyplot), shown with
+:func:`hnclip_core.replication.plots.show`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import re
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from hnclip_core.losses import caption_margin
+from hnclip_core.replication.geometry import CaptionGeometry, InBatchHardness, caption_similarity_stats
+
+__all__ = [
+    "STOPWORDS", "NearDuplicate", "batch_caption_matrix", "off_diagonal_mean", "content_words",
+    "near_duplicate_pairs", "differing_phrases", "plot_caption_similarity", "plot_batch_matrix",
+    "plot_hardness_buckets", "plot_near_twins", "near_twin_html",
+]
+
+#: English function words left out when comparing captions' content words (App. A.3, Fig. A1–A4
+#: highlight the *content* words two near-duplicate captions share).
+STOPWORDS = frozenset(
+    """
+    a an the and or but nor so yet if then than that this these those there here
+    is are was were be been being am has have had having do does did doing will would shall should
+    can could may might must
+    i me my we us our you your he him his she her it its they them their what which who whom whose
+    of in on at by for with from to into onto off out up down over under about as
+    not no only also just very too more most some any all each both few other such own same
+    while when where why how again further once
+    """.split()
+)
+
+
+def _features(text_features: torch.Tensor) -> torch.Tensor:
+    """``text_features`` as a detached float ``[N, D]`` tensor of at least two captions (else ValueError)."""
+    if text_features.dim() != 2:
+        raise ValueError(f"text_features must be [N, D], got shape {tuple(text_features.shape)}")
+    if text_features.shape[0] < 2:
+        raise ValueError(f"need at least 2 captions, got {text_features.shape[0]}")
+    return text_features.detach().float()
+
+
+# --------------------------------------------------------------------------------------------------------
+# §3: one batch (Fig. A5)
+# --------------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def batch_caption_matrix(
+    text_features: torch.Tensor, batch_size: int = 8, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ḡ of one random batch: the matrix HN-CLIP adds (scaled by γ) to the logits (App. A.2, Fig. A5).
+
+    Returns ``(indices, matrix)``: the ``batch_size`` caption indices drawn without replacement (in draw
+    order, deterministic given ``seed``) and their ``[B, B]`` caption-similarity matrix with the diagonal
+    masked to 0, built by :func:`hnclip_core.losses.caption_margin` with γ = 1, exactly as the loss builds it.
+    The paper's B = 8 batches have off-diagonal means 0.82–0.84 on all four benchmarks
+    (:func:`off_diagonal_mean`).
+    """
+    features = _features(text_features)
+    if batch_size > features.shape[0]:
+        raise ValueError(f"batch_size {batch_size} exceeds the number of captions {features.shape[0]}")
+    indices = torch.randperm(features.shape[0], generator=torch.Generator().manual_seed(seed))[:batch_size]
+    batch = features[indices.to(features.device)]
+    return indices, caption_margin(batch, batch, gamma=1.0).cpu()
+
+
+def off_diagonal_mean(matrix: torch.Tensor) -> float:
+    """Mean of a square matrix's off-diagonal entries (the statistic quoted for Fig. A5)."""
+    size = matrix.shape[0]
+    off_diagonal = ~torch.eye(size, dtype=torch.bool, device=matrix.device)
+    return float(matrix[off_diagonal].double().mean())
+
+
+# --------------------------------------------------------------------------------------------------------
+# §5: what near-duplicates look like (App. A.3, Fig. A1–A4)
+# --------------------------------------------------------------------------------------------------------
+
+
+def content_words(caption: str) -> list[str]:
+    """The caption's distinct content words in order of first appearance.
+
+    Lowercased, split at anything that is not a letter or digit (so punctuation is stripped and "car's"
+    gives "car"), without :data:`STOPWORDS` and without single letters.
+    """
+    words = re.findall(r"[^\W_]+", caption.lower())
+    kept = (w for w in words if w not in STOPWORDS and not (len(w) == 1 and w.isalpha()))
+    return list(dict.fromkeys(kept))
+
+
+@dataclass(frozen=True)
+class NearDuplicate:
+    """Captions ``i`` and ``j`` with cosine ``similarity``, and their content words split three ways
+    (``shared_words`` are the words Fig. A1–A4 highlight, in order of first appearance in caption ``i``)."""
+
+    i: int
+    j: int
+    similarity: float
+    shared_words: tuple[str, ...]
+    only_in_i: tuple[str, ...]
+    only_in_j: tuple[str, ...]
+
+
+def _describe_pair(i: int, j: int, similarity: float, captions: Sequence[str]) -> NearDuplicate:
+    words_i, words_j = content_words(captions[i]), content_words(captions[j])
+    set_i, set_j = set(words_i), set(words_j)
+    return NearDuplicate(
+        i=i,
+        j=j,
+        similarity=similarity,
+        shared_words=tuple(w for w in words_i if w in set_j),
+        only_in_i=tuple(w for w in words_i if w not in set_j),
+        only_in_j=tuple(w for w in words_j if w not in set_i),
+    )
+
+
+def _most_similar_pairs(features: torch.Tensor, top: int, block_size: int) -> list[tuple[int, int, float]]:
+    """The ``top`` most similar unordered pairs (i < j), found ``block_size`` rows of the cosine matrix at a
+    time with a running top-k (the full N × N matrix is never held)."""
+    n = features.shape[0]
+    best_values = torch.empty(0)
+    best_pairs = torch.empty(0, 2, dtype=torch.long)
+    for start in range(0, n, block_size):
+        rows = torch.arange(start, min(start + block_size, n), device=features.device)
+        block = features[rows] @ features.t()
+        upper = torch.arange(n, device=rows.device)[None, :] > rows[:, None]  # each pair i < j once
+        candidates = block.masked_fill(~upper, float("-inf")).flatten()
+        k = min(top, int(upper.sum()))
+        if k == 0:
+            continue
+        values, flat = candidates.topk(k)
+        pairs = torch.stack([rows[flat // n], flat % n], dim=1).cpu()
+        best_values = torch.cat([best_values, values.cpu()])
+        best_pairs = torch.cat([best_pairs, pairs])
+        keep = best_values.topk(min(top, len(best_values))).indices
+        best_values, best_pairs = best_values[keep], best_pairs[keep]
+    found = [(int(i), int(j), float(v)) for (i, j), v in zip(best_pairs.tolist(), best_values.tolist(), strict=True)]
+    return sorted(found, key=lambda pair: (-pair[2], pair[0], pair[1]))
+
+
+def _pairs_near_quantile(features: torch.Tensor, top: int, quantile: float, block_size: int):
+    """Queries whose hardest-companion cosine lies closest to its ``quantile``, each with that companion.
+
+    A pair that two queries would both contribute (each the other's hardest companion) is listed once.
+    """
+    geometry = caption_similarity_stats(features, block_size=block_size, max_pairwise_values=0)
+    hardest, companion = geometry.hardest_negative, geometry.hardest_negative_index
+    target = torch.quantile(hardest.double(), quantile).float()
+    closest_first = torch.argsort((hardest - target).abs(), stable=True)
+    chosen, seen = [], set()
+    for query in closest_first.tolist():
+        other = int(companion[query])
+        if frozenset((query, other)) in seen:
+            continue
+        seen.add(frozenset((query, other)))
+        chosen.append((query, other, float(hardest[query])))
+        if len(chosen) == top:
+            break
+    return sorted(chosen, key=lambda pair: (-pair[2], pair[0], pair[1]))
+
+
+@torch.no_grad()
+def near_duplicate_pairs(
+    text_features: torch.Tensor,
+    captions: Sequence[str],
+    top: int = 10,
+    quantile: float | None = None,
+    block_size: int = 1024,
+) -> list[NearDuplicate]:
+    """Near-duplicate caption pairs with the content words they share (App. A.3, Fig. A1–A4).
+
+    Without ``quantile``: the ``top`` most similar pairs of the whole set, each unordered pair once with
+    i < j. With ``quantile`` (the paper uses 0.9): the ``top`` captions whose hardest-companion cosine is
+    closest to that quantile of the hardest-companion distribution, each paired with its hardest companion
+    (i = query, j = companion) — "striking but not extreme"; the paper's DOCCI/DCI/Urban-1K examples reach
+    0.93–0.97. Either way the list is sorted by decreasing similarity.
+    """
+    features = _features(text_features)
+    if len(captions) != features.shape[0]:
+        raise ValueError(f"{len(captions)} captions for {features.shape[0]} feature rows")
+    if top < 1:
+        raise ValueError(f"top must be at least 1, got {top}")
+    if quantile is None:
+        pairs = _most_similar_pairs(features, top, block_size)
+    else:
+        if not 0.0 <= quantile <= 1.0:
+            raise ValueError(f"quantile must lie in [0, 1], got {quantile}")
+        pairs = _pairs_near_quantile(features, top, quantile, block_size)
+    return [_describe_pair(i, j, similarity, captions) for i, j, similarity in pairs]
+
+
+def differing_phrases(caption_a: str, caption_b: str) -> tuple[list[str], list[str]]:
+    """Where two captions differ, word by word: the phrases of ``caption_a`` and of ``caption_b`` that the
+    other caption does not have at that place (a word-level diff, so swapped positions and changed sizes
+    show even when both captions use the same words somewhere)."""
+    words_a, words_b = caption_a.split(), caption_b.split()
+    only_a, only_b = [], []
+    matcher = difflib.SequenceMatcher(a=words_a, b=words_b, autojunk=False)
+    for tag, a_start, a_end, b_start, b_end in matcher.get_opcodes():
+        if tag != "equal":
+            if a_end > a_start:
+                only_a.append(" ".join(words_a[a_start:a_end]))
+            if b_end > b_start:
+                only_b.append(" ".join(words_b[b_start:b_end]))
+    return only_a, only_b
+
+
+# --------------------------------------------------------------------------------------------------------
+# The chapter's figures
+# --------------------------------------------------------------------------------------------------------
+
+
+def plot_caption_similarity(
+    geometry: CaptionGeometry, label: str, paper: dict[str, dict[str, float]] | None = None
+) -> Figure:
+    """Fig. 1: histograms of (a) pairwise caption cosines and (b) each caption's hardest-negative cosine.
+
+    Dotted lines mark our means; ``paper`` (e.g. :data:`hnclip_core.replication.paper.CAPTION_GEOMETRY`) adds the
+    paper's Long-CLIP-L means as dashed grey lines for comparison.
+    """
+    fig = Figure(figsize=(10, 3.6))
+    axes = fig.subplots(1, 2)
+    panels = (
+        (axes[0], geometry.pairwise_similarities, geometry.mean_pairwise, "mean_pairwise", "(a) all caption pairs"),
+        (axes[1], geometry.hardest_negative, geometry.mean_hardest, "mean_hardest",
+         "(b) each caption's hardest negative"),
+    )
+    for ax, values, mean, key, title in panels:
+        ax.hist(np.asarray(values, dtype=float), bins=60, range=(-0.2, 1.0), color="#4c72b0", alpha=0.85)
+        ax.axvline(mean, color="black", linestyle=":", label=f"{label}: mean {mean:.2f}")
+        for n, stats in enumerate((paper or {}).values()):
+            ax.axvline(stats[key], color="grey", linestyle="--", linewidth=0.8,
+                       label="paper's benchmarks (Long-CLIP-L)" if n == 0 else None)
+        ax.set_title(title)
+        ax.set_xlabel("caption–caption cosine similarity")
+        ax.set_ylabel("count")
+        ax.legend(loc="upper left", fontsize=8)
+    fig.suptitle("How similar are the captions? (dashed: the paper's benchmarks under Long-CLIP-L)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_batch_matrix(matrix, captions: Sequence[str] | None = None, title: str = "Ḡ of one batch") -> Figure:
+    """Fig. A5: the detached caption-similarity matrix Ḡ of one batch (diagonal masked), values annotated.
+
+    ``captions`` (optional) label the rows with their first words.
+    """
+    values = np.asarray(matrix, dtype=float)
+    size = values.shape[0]
+    shown = np.ma.masked_where(np.eye(size, dtype=bool), values)
+    fig = Figure(figsize=(0.75 * size + 2.5, 0.6 * size + 1.2))
+    ax = fig.subplots()
+    image = ax.imshow(shown, vmin=0.0, vmax=1.0, cmap="viridis")
+    off_diagonal = values[~np.eye(size, dtype=bool)]
+    hardest = np.unravel_index(np.argmax(np.where(np.eye(size, dtype=bool), -np.inf, values)), values.shape)
+    for i in range(size):
+        for j in range(size):
+            if i != j:
+                weight = "bold" if (i, j) == hardest else "normal"
+                ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=7, color="white",
+                        fontweight=weight)
+    ax.set_xticks(range(size))
+    ax.set_yticks(range(size))
+    if captions is not None:
+        ax.set_yticklabels([textwrap.shorten(c, 28, placeholder="…") for c in captions], fontsize=7)
+    ax.set_title(f"{title}: off-diagonal mean {off_diagonal.mean():.2f}, max {off_diagonal.max():.2f}")
+    fig.colorbar(image, ax=ax, label="caption cosine (diagonal masked)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_hardness_buckets(compositions: dict[str, InBatchHardness | dict[str, float]]) -> Figure:
+    """Fig. A6C: stacked bars of in-batch negatives by caption-similarity bucket, one bar per entry."""
+    names = list(compositions)
+    fractions = [c.bucket_fractions if isinstance(c, InBatchHardness) else c for c in compositions.values()]
+    labels = list(fractions[0])
+    colours = matplotlib.colormaps["magma"](np.linspace(0.25, 0.85, len(labels)))
+    fig = Figure(figsize=(2.0 + 1.4 * len(names), 3.6))
+    ax = fig.subplots()
+    bottom = np.zeros(len(names))
+    for label, colour in zip(labels, colours, strict=True):
+        heights = np.array([100 * f[label] for f in fractions])
+        ax.bar(names, heights, bottom=bottom, color=colour, label=f"Ḡ {label}")
+        for x, (h, b) in enumerate(zip(heights, bottom, strict=True)):
+            if h >= 4:
+                ax.text(x, b + h / 2, f"{h:.0f}%", ha="center", va="center", fontsize=8, color="white")
+        bottom += heights
+    ax.set_ylabel("% of in-batch negatives")
+    ax.set_ylim(0, 100)
+    ax.set_title("How hard are the negatives a caption meets in a batch?")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def plot_near_twins(pairs: Sequence[NearDuplicate], images: Sequence[tuple], captions: Sequence[str]) -> Figure:
+    """Fig. A1–A4: near-twin caption pairs with their images; under each image, where its caption differs.
+
+    ``images[k]`` is the ``(image_i, image_j)`` PIL pair of ``pairs[k]``; the differences are a word-level
+    diff of the two captions (:func:`differing_phrases`).
+    """
+    rows = len(pairs)
+    fig = Figure(figsize=(6.4, 2.9 * rows))
+    axes = fig.subplots(rows, 2, squeeze=False)
+    for (ax_i, ax_j), pair, (image_i, image_j) in zip(axes, pairs, images, strict=True):
+        only_i, only_j = differing_phrases(captions[pair.i], captions[pair.j])
+        sides = ((ax_i, image_i, pair.i, only_i), (ax_j, image_j, pair.j, only_j))
+        for ax, image, index, only in sides:
+            ax.imshow(image)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            text = " … ".join(only) if only else "(identical caption)"
+            ax.set_xlabel(textwrap.shorten(f"differs: {text}", 110, placeholder=" …"), fontsize=8, color="#c0392b",
+                          wrap=True)
+            ax.set_title(f"caption {index}", fontsize=9)
+        ax_i.text(1.1, 1.14, f"cos {pair.similarity:.3f} · {len(pair.shared_words)} shared words",
+                  transform=ax_i.transAxes, ha="center", fontsize=9, fontweight="bold")
+    fig.tight_layout()
+    return fig
+
+
+def near_twin_html(pair: NearDuplicate, captions: Sequence[str]) -> str:
+    """Both captions of a near-twin pair as HTML, the words where they differ (word-level diff) highlighted."""
+    words_i, words_j = captions[pair.i].split(), captions[pair.j].split()
+    marked_i, marked_j = [html.escape(w) for w in words_i], [html.escape(w) for w in words_j]
+    matcher = difflib.SequenceMatcher(a=words_i, b=words_j, autojunk=False)
+    for tag, a_start, a_end, b_start, b_end in matcher.get_opcodes():
+        if tag != "equal":
+            for marked, start, end in ((marked_i, a_start, a_end), (marked_j, b_start, b_end)):
+                for k in range(start, end):
+                    marked[k] = f"<mark>{marked[k]}</mark>"
+    blocks = [f"<p><b>caption {index}</b>: {' '.join(marked)}</p>" for index, marked in
+              ((pair.i, marked_i), (pair.j, marked_j))]
+    return f"<div><p>cosine {pair.similarity:.3f}</p>{''.join(blocks)}</div>"
