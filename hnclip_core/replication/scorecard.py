@@ -90,7 +90,7 @@ __all__ = [
 ]
 
 #: Where the transcribed tables live (a source checkout; they are data, not package files).
-PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
+PAPER_DIR = Path(__file__).resolve().parent / "paper"
 #: The project's committed calibration over seeds (read by :func:`measurements_from_outputs`).
 CALIBRATION_FILE = Path(__file__).resolve().parents[2] / "results" / "calibration.json"
 ABLATIONS_FILE = CALIBRATION_FILE.with_name("ablations.json")
