@@ -68,7 +68,8 @@ class PaperTable:
         if not hits:
             raise KeyError(f"{where}: no such row (methods: {sorted({r.method for r in self.rows})}; datasets: "
                            f"{sorted({r.dataset for r in self.rows})})")
-        raise KeyError(f"{where}: {len(hits)} rows match; pass setting= (one of {sorted(str(r.setting) for r in hits)})")
+        settings = sorted(str(r.setting) for r in hits)
+        raise KeyError(f"{where}: {len(hits)} rows match; pass setting= (one of {settings})")
 
 
 def _file_name(name: str) -> str:
@@ -173,7 +174,8 @@ CAPTION_GEOMETRY = {row.dataset: {k: row.values[k] for k in ("mean_pairwise", "m
 #: Share of in-batch negatives with Ḡ ≥ 0.8 at an effective batch of 128, the range over the four benchmarks
 #: (App. A.4, Fig. A6C).
 IN_BATCH_AT_LEAST_0_8 = tuple(value("text", method="pre-trained Long-CLIP-L text encoder", dataset="4 benchmarks",
-                                    setting="Fig. A6C", metric=f"in_batch_at_least_0_8_{end}") for end in ("low", "high"))
+                                    setting="Fig. A6C", metric=f"in_batch_at_least_0_8_{end}")
+                              for end in ("low", "high"))
 
 
 def _text(setting: str, metric: str, dataset: str = "DOCCI") -> float:
