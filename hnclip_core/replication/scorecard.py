@@ -279,7 +279,8 @@ def _first_epoch(rows, sigma):
         strongest = max(finals, key=finals.get)
         gap = first - finals[strongest]
         ours = {"hn+tok epoch 1 avg R@1": first, f"{strongest} last avg R@1": finals[strongest]}
-        return _above(gap, -sigma("mean_r1")), ours, f"{gap:+.2f}, tolerance −σ {-sigma('mean_r1'):.2f}"
+        return _above(gap, -sigma("mean_r1")), ours, \
+            f"hn+tok at epoch 1 − {strongest} at the last {gap:+.2f} vs −σ {-sigma('mean_r1'):.2f}"
     return _fine_tuning(rows, compare)
 
 

@@ -200,43 +200,47 @@ def _run_rows(result: Mapping, parameters: Mapping, last_epoch: int | None = Non
     return rows + [{**parameters, "epoch": epoch, **metrics} for epoch, metrics in monitor.items()]
 
 
-def _result_rows(result: Mapping, source: str, study: str, run: str, **fixed) -> list[dict]:
-    return _run_rows(result, _parameters(result.get("config"), source=source, study=study, run=run, **fixed))
+#: The parameters that the keys of each study's section name, level by level (the nesting of
+#: :func:`hnclip_core.replication.ablations.collect`); they override the runs' configs.
+STUDY_KEYS = {"gamma": ("gamma",), "components": ("objective",), "margin_source": ("margin_source",),
+              "fractions": ("train_fraction", "objective"), "seeds": ("seed", "objective"),
+              "temperature": ("logit_scale", "gamma"), "plug_and_play": ("framework", "objective"),
+              "transfer": ("dataset", "objective", "eval_dataset")}
+
+
+def _key(parameter: str, key: str):
+    return int(key) if parameter == "seed" else float(key) if parameter in ("gamma", "train_fraction",
+                                                                            "logit_scale") else key
 
 
 def _study_rows(study: str, section: Mapping, source: str) -> list[dict]:
-    """One study of an ``ablations.json`` (chapter 4's or the full grids'): the nesting of
-    :func:`hnclip_core.replication.ablations.collect`, read once."""
-    rows: list[dict] = []
-    name = f"{source}:{study}"
-    if study == "transfer":  # {trained on: {objective: {tested on: run, or its zero-shot and last rows}}}
-        for train, by_objective in section.items():
-            for objective, by_test in by_objective.items():
-                run = f"{name}/{train}/{objective}"
-                last = by_test.get(train, {}).get("last", {}).get("epoch")
-                for test, result in by_test.items():
-                    rows += _run_rows(result, _parameters(result.get("config"), source=source, study=study, run=run,
-                                                          objective=objective, dataset=train, eval_dataset=test),
-                                      last)
-        return rows
-    for key, value in section.items():
-        if "last" in value:  # one run per key (γ, objective, Ḡ source)
-            rows += _result_rows(value, source, study, f"{name}/{key}")
-        else:  # two levels (fraction, seed or s, then objective, γ or framework)
-            for inner, result in value.items():
-                rows += _result_rows(result, source, study, f"{name}/{key}/{inner}")
+    """One study of an ``ablations.json`` (chapter 4's or the full grids'), read by :data:`STUDY_KEYS`. A run of the
+    transfer study evaluated on another benchmark has its zero-shot and last rows only, the last at the epoch of its
+    in-domain evaluation."""
+    if study not in STUDY_KEYS:
+        raise ValueError(f"{source}: unknown study {study!r} (studies: {', '.join(STUDY_KEYS)})")
+    names = STUDY_KEYS[study]
+    leaves = [((), section)]
+    for _ in names:
+        leaves = [(keys + (key,), value) for keys, node in leaves for key, value in node.items()]
+    rows = []
+    for keys, result in leaves:
+        fixed = {name: _key(name, key) for name, key in zip(names, keys, strict=True)}
+        last = section[keys[0]][keys[1]].get(keys[0], {}).get("last", {}).get("epoch") if study == "transfer" else None
+        run = f"{source}:{study}/{'/'.join(keys[:2] if study == 'transfer' else keys)}"
+        rows += _run_rows(result, _parameters(result.get("config"), source=source, study=study, run=run, **fixed), last)
     return rows
 
 
-def _transfer_evaluations(section: Mapping, gamma_runs: Mapping, source: str) -> list[dict]:
+def _transfer_evaluations(data: Mapping, source: str) -> list[dict]:
     """The γ sweep's runs evaluated on its transfer benchmark (``gamma_transfer``): rows of those same runs."""
+    benchmark = data["studies"]["gamma"].get("transfer_dataset")
     rows = []
-    for key, evaluations in section.items():
-        run = gamma_runs[key]
-        last = run["last"]["epoch"]
+    for key, evaluations in data["gamma_transfer"].items():
+        run = data["gamma"][key]
         parameters = _parameters(run.get("config"), source=source, study="gamma", run=f"{source}:gamma/{key}",
-                                 eval_dataset=evaluations["last"]["dataset"])
-        rows += _run_rows(evaluations, parameters, last)
+                                 gamma=_key("gamma", key), eval_dataset=evaluations["last"].get("dataset", benchmark))
+        rows += _run_rows(evaluations, parameters, run["last"]["epoch"])
     return rows
 
 
@@ -247,7 +251,7 @@ def _ablation_rows(data: Mapping, source: str) -> list[dict]:
             continue
         rows += _study_rows(study, section, source)
     if data.get("gamma_transfer"):
-        rows += _transfer_evaluations(data["gamma_transfer"], data["gamma"], source)
+        rows += _transfer_evaluations(data, source)
     return rows
 
 
