@@ -159,15 +159,15 @@ def test_seed_spread_is_pooled_over_groups_differing_only_in_seed():
 
 
 def test_the_committed_results_are_judged_as_reported():
-    """The verdicts docs/results.md reports, from the committed files (chapters 1–3's outputs are not committed)."""
+    """The verdicts docs/results.md reports, from the committed files (chapters 1–3's outputs are not committed:
+    their claims are judged on the calibration alone here)."""
     table = read_results(None, calibration=RESULTS / "calibration.json", ablations=RESULTS / "ablations.json",
                          throughput=RESULTS / "framework_throughput.json")
     assert [v.status for v in calibration_view(table)] == [
         "reproduced", "not reproduced", "reproduced", "reproduced", "not reproduced", "not reproduced",
         "not reproduced"]
     status = {v.claim_id: v.status for v in judge(table)}
-    reproduced = {"infonce_saturates", "hn_stays_active", "gamma_beats_zero", "seed_spread", "temperature_plateau",
-                  "efficiency"}
-    not_measured = {"beats_infonce", "beats_zero_shot", "leads_from_first_epoch", "first_epoch_matches_final"}
-    assert {c for c, s in status.items() if s == "reproduced"} == reproduced
-    assert {c for c, s in status.items() if s == "not measured"} == not_measured
+    assert {c for c, s in status.items() if s == "reproduced"} == {
+        "infonce_saturates", "hn_stays_active", "beats_infonce", "gamma_beats_zero", "seed_spread",
+        "temperature_plateau", "efficiency"}  # chapter 3's recipe judged on the calibration's seeds
+    assert "not measured" not in status.values()
