@@ -284,3 +284,11 @@ def test_tables_render_every_claim():
     assert "**not reproduced**" in table and "(fine_tuning.json" in table
     rules = claims_table(CALIBRATION).splitlines()
     assert len(rules) == 2 + len(CALIBRATION) and "σ" in claims_table()
+
+
+def test_chapter_3_claims_hold_at_every_seed_of_its_recipe():
+    """Chapter 3's run and the calibration's seeds are one recipe: a claim must hold at each of them."""
+    chapter_3 = fine_tuning([26, 28, 30], [22, 25, 28])
+    assert verdict("beats_infonce", chapter_3 + calibration((59, 59.5, 60))).status == "reproduced"
+    result = verdict("beats_infonce", chapter_3 + calibration((59, 59.5, 55.7)))  # seed 2: −0.3 under InfoNCE
+    assert result.status == "not reproduced" and result.explanation.startswith("calibration.json, seed 2:")
