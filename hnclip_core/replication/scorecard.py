@@ -139,22 +139,13 @@ def _solved(row: dict, loss: str) -> float:
     return micro if micro is not None else row[f"solved_{loss}"]
 
 
-def _per_run(rows: Table, value: Callable[[dict], float]) -> dict[str, dict[int, float]]:
-    """``{run: {epoch: value(row)}}``."""
-    out: dict = {}
-    for r in rows:
-        out.setdefault(r["run"], {})[r["epoch"]] = value(r)
-    return out
-
-
-def _least(per_run: dict[str, dict[int, float]], what: str) -> tuple[float, str, dict]:
-    """The least value over runs and epochs, where it is, and the ``ours`` entry that shows it."""
-    if not per_run:
+def _least(rows: Table, value: Callable[[dict], float], what: str) -> tuple[float, str, dict]:
+    """The least ``value(row)`` over the rows (runs × epochs), where it is, and the ``ours`` entry that shows it."""
+    if not rows:
         raise NotMeasured(f"no {what}")
-    run, epoch = min(((run, e) for run, by_epoch in per_run.items() for e in by_epoch),
-                     key=lambda k: per_run[k[0]][k[1]])
-    least = per_run[run][epoch]
-    return least, f"{run}, epoch {epoch}", {f"least {what} ({len(per_run)} runs)": least}
+    row = min(rows, key=value)
+    return value(row), f"{row['run']}, epoch {row['epoch']}", \
+        {f"least {what} ({len(rows.column('run'))} runs)": value(row)}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -180,7 +171,7 @@ def _geometry(rows, sigma):
 
 def _saturates(rows, sigma):
     first = rows.where(epoch=1)
-    least, where, ours = _least(_per_run(first, lambda r: _solved(r, "clip")), "epoch-1 share with L_CLIP < 1e-3")
+    least, where, ours = _least(first, lambda r: _solved(r, "clip"), "epoch-1 share with L_CLIP < 1e-3")
     return _above(least, 0.5), ours, f"least share {100 * least:.0f} % ({where})"
 
 
@@ -199,17 +190,17 @@ def _zero_gradients(rows, sigma):
 
 
 def _active(rows, sigma):
-    least, where, ours = _least(_per_run(rows, lambda r: 1 - _solved(r, "hn")), "share with L_HN ≥ 1e-3, per epoch")
+    least, where, ours = _least(rows, lambda r: 1 - _solved(r, "hn"), "share with L_HN ≥ 1e-3, per epoch")
     return _above(least, 0.2), ours, f"least share {100 * least:.0f} % ({where})"
 
 
 def _gradient_ratio(rows, sigma):
-    least, where, ours = _least(_per_run(rows, lambda r: r["median_grad_ratio"]), "per-epoch median gradient ratio")
+    least, where, ours = _least(rows, lambda r: r["median_grad_ratio"], "per-epoch median gradient ratio")
     return _above(least, FIG4["grad_ratio_range"][0]), ours, f"least {least:.3g} ({where})"
 
 
 def _aligned(rows, sigma):
-    least, where, ours = _least(_per_run(rows, lambda r: r["cosine_mean"] - r["cosine_std"]),
+    least, where, ours = _least(rows, lambda r: r["cosine_mean"] - r["cosine_std"],
                                 "(mean − std) of the cosine, per epoch")
     cosines = rows.values("cosine_mean", "run", "epoch")
     ours["per-epoch mean cosine"] = [min(cosines.values()), max(cosines.values())]
