@@ -37,7 +37,7 @@ from statistics import variance
 
 from .experiment import objective_parameters
 
-__all__ = ["PARAMETERS", "NotMeasured", "Table", "read_results", "seed_std"]
+__all__ = ["PARAMETERS", "STUDY_KEYS", "NotMeasured", "Table", "read_results", "seed_std"]
 
 PARAMETERS = ("source", "study", "run", "objective", "gamma", "token_weight", "margin_source", "seed",
               "train_fraction", "framework", "dataset", "eval_dataset", "logit_scale", "epoch")
