@@ -284,6 +284,7 @@ def test_tables_render_every_claim():
     assert "**not reproduced**" in table and "(fine_tuning.json" in table
     rules = claims_table(CALIBRATION).splitlines()
     assert len(rules) == 2 + len(CALIBRATION) and "σ" in claims_table()
+    assert all(line.count("|") == 6 for line in claims_table().splitlines())  # five cells ("max|Δ|" escaped)
 
 
 def test_chapter_3_claims_hold_at_every_seed_of_its_recipe():

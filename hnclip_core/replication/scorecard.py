@@ -688,4 +688,5 @@ def scorecard_table(verdicts: Sequence[Verdict]) -> str:
 def claims_table(claims: Sequence[Claim] = CLAIMS) -> str:
     """Markdown: each claim, where the paper makes it, the exact rule applied to our numbers, and why its threshold."""
     return markdown_table(["id", "claim", "paper", "rule", "threshold"],
-                          [[c.id, c.text, c.reference, c.rule.replace("|", "∣"), c.why] for c in claims])
+                          [[str(cell).replace("|", "∣") for cell in (c.id, c.text, c.reference, c.rule, c.why)]
+                           for c in claims])
