@@ -34,6 +34,7 @@ CONDA_FORGE_NAMES = {
     "nbformat": {"nbformat"},
     "papermill": {"papermill"},
     "pyyaml": {"pyyaml"},
+    "jsonschema": {"jsonschema"},
 }
 # On Binder the CPU-only build stands for pytorch.
 BINDER_EXTRA_NAMES = {"torch": {"pytorch-cpu"}}

@@ -1,464 +1,295 @@
-"""The replication scorecard: the transcribed tables (results/paper) and the claims' verdicts."""
-
-import json
-import math
+"""The judge: every claim of the scorecard and of its calibration view, passing and failing on constructed tidy
+rows, failing exactly at its threshold, and not measured without its rows."""
 
 import pytest
 
-from hnclip_core.replication import paper
 from hnclip_core.replication.scorecard import (
+    CALIBRATION,
     CLAIMS,
-    PAPER_DIR,
     STATUSES,
-    PaperTableError,
-    build_scorecard,
+    calibration_view,
     claims_table,
-    load_paper_table,
-    measurements_from_outputs,
-    paper_tables,
-    paper_value,
+    judge,
     scorecard_table,
 )
-
-EXPECTED_TABLES = {
-    "table1", "table2", "table3a", "table3b", "table3c", "tableA1", "tableA2", "tableA3", "tableA4", "tableA5",
-    "tableA6", "tableA7", "tableA8", "tableA9", "tableA10", "tableA11",
-}
+from hnclip_core.replication.tidy import PARAMETERS, Table
 
 
-# --------------------------------------------------------------------------------------------- paper tables
+def row(study, epoch=3, **values):
+    """One tidy row; parameters among ``values`` name its run (with the study), the rest are metrics."""
+    params = {k: values.pop(k) for k in list(values) if k in PARAMETERS}
+    run = "/".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in ("eval_dataset", "run"))
+    base = {**dict.fromkeys(PARAMETERS), "source": f"{study}.json", "study": study, "run": f"{study}:{run}",
+            "dataset": "a", "eval_dataset": "a"}
+    return {**base, **params, "epoch": epoch, **values}
 
 
-def test_every_paper_file_loads_and_validates():
-    tables = paper_tables()
-    assert set(tables) == EXPECTED_TABLES
-    assert {p.stem for p in PAPER_DIR.glob("*.json")} == EXPECTED_TABLES
-    for name, table in tables.items():
-        assert "2608.18521" in table.source and "page" in table.source, name
-        assert table.caption and table.rows
-        for row in table.rows:
-            assert set(row.values) <= set(table.columns)
-
-
-@pytest.mark.parametrize("name", ["1", "Table 1", "table1", "TABLE 1"])
-def test_table_names(name):
-    assert load_paper_table(name).name == "table1"
-
-
-@pytest.mark.parametrize("name, stem", [("A5", "tableA5"), ("a5", "tableA5"), ("Table A10", "tableA10"),
-                                        ("3a", "table3a"), ("Table 3c", "table3c")])
-def test_appendix_and_sub_table_names(name, stem):
-    assert load_paper_table(name).name == stem
-
-
-# Values read by hand from the v1 text of the paper (table, method, dataset, metric, setting, value).
-SPOT_CHECKS = [
-    ("1", "HN-CLIP", "DOCCI", "t2i_r1", None, 88.25),
-    ("1", "Long-CLIP", "DOCCI", "t2i_r1", None, 78.78),
-    ("1", "StructXLIP", "Long-DCI", "i2t_r1", None, 72.30),
-    ("1", "HN-CLIP", "Urban-1K", "t2i_r1", None, 91.10),
-    ("1", "Δ (HN-CLIP − best competitor)", "Long-DCI", "i2t_r5", None, 0.00),
-    ("2", "FineLIP + L_HN", "Long-DCI", "i2t_r1", None, 73.39),
-    ("2", "Δ (FineLIP + L_HN − FineLIP)", "Long-DCI", "i2t_r1", None, 23.87),
-    ("3a", "HN-CLIP", "Long-DCI", "t2i_r1", "γ=0.75", 79.96),
-    ("3a", "HN-CLIP", "average (4 benchmarks)", "mean_r1", "γ=0.5", 83.86),
-    ("3b", "+L_HN +L_tok", "average (DCI, Long-DCI)", "mean_r1", None, 78.75),
-    ("3b", "+L_tok", "DCI", "t2i_r1", None, 79.24),
-    ("3c", "Frozen Ḡ (at init)", "Urban-1K", "i2t_r1", None, 83.50),
-    ("3c", "Δ (recomputed − frozen)", "Long-DCI", "t2i_r1", None, -0.90),
-    ("A1", "pre-trained Long-CLIP-L text encoder", "Urban-1K", "train_pairs", None, 14579),
-    ("A1", "pre-trained Long-CLIP-L text encoder", "DCI", "mean_hardest", None, 0.92),
-    ("A2", "Frozen Ḡ (at init)", "DCI", "best_epoch", None, 1),
-    ("A2", "Recomputed Ḡ (default)", "Long-DCI", "t2i_r10", None, 96.34),
-    ("A3", "HN-CLIP (ours)", "DCI", "wall_clock_min", None, 17),
-    ("A4", "DoRA + L_HN", "Urban-1K", "t2i_r1", None, 83.20),
-    ("A4", "FineLIP", "DOCCI", "t2i_r1", None, 77.12),
-    ("A5", "+L_HN", "Urban-1K", "i2t_r50", None, 99.80),
-    ("A6", "HN-CLIP", "Urban-1K", "i2t_r25", "γ=1.0", 99.80),
-    ("A7", "HN-CLIP", "Long-DCI", "t2i_r1", None, 62.60),
-    ("A8", "GOAL", "Long-DCI", "i2t_r1", "seed 43", 72.03),
-    ("A8", "HN-CLIP", "Long-DCI", "max_abs_delta", "max|Δ| over seeds", 1.44),
-    ("A9", "HN-CLIP", "DOCCI", "t2i_r1", "20%", 85.43),
-    ("A9", "Δ (HN-CLIP − GOAL)", "DCI", "mean_r1", "5%", 4.11),
-    ("A10", "HN-CLIP", "DOCCI", "t2i_r1", "trained on DCI", 85.00),
-    ("A10", "GOAL", "DCI", "i2t_r1", "trained on DOCCI", 69.88),
-    ("A11", "HN-CLIP", "DOCCI", "t2i_r1_std", None, 0.14),
-]
-
-
-@pytest.mark.parametrize("table, method, dataset, metric, setting, expected", SPOT_CHECKS)
-def test_transcribed_numbers(table, method, dataset, metric, setting, expected):
-    assert paper_value(table, method=method, dataset=dataset, metric=metric, setting=setting) == expected
-
-
-def test_row_flags():
-    t1 = load_paper_table("1")
-    zero_shot = {r.method for r in t1.rows if r.zero_shot}
-    assert zero_shot == {"Long-CLIP"}
-    assert all(r.derived for r in t1.rows if r.method.startswith("Δ"))
-    assert load_paper_table("A5").find("hn+tok", "Long-DCI").replica
-    # a method can be looked up by the project's objective name
-    assert paper_value("A5", method="clip", dataset="DOCCI", metric="t2i_r1") == 86.45
-
-
-def test_paper_py_constants_agree_with_the_tables():
-    """paper.py's numbers are a subset of the transcribed tables (to be made their single source)."""
-    rows = (("zero-shot", "1", "Long-CLIP"), ("clip", "A5", "InfoNCE"), ("hn+tok", "1", "HN-CLIP"))
-    for method, table, label in rows:
-        for direction in ("t2i", "i2t"):
-            for k, value in zip((1, 5, 10), paper.DOCCI_RECALL[method][direction], strict=True):
-                assert paper_value(table, method=label, dataset="DOCCI", metric=f"{direction}_r{k}") == value
-    for dataset, geometry in paper.CAPTION_GEOMETRY.items():
-        row = load_paper_table("A1").find("pre-trained Long-CLIP-L text encoder", dataset)
-        assert row.values["mean_pairwise"] == geometry["mean_pairwise"]
-        assert row.values["mean_hardest"] == geometry["mean_hardest"]
-
-
-def test_lookup_errors_are_clear():
-    with pytest.raises(KeyError, match="no such row"):
-        paper_value("1", method="CLIP-Nonexistent", dataset="DOCCI", metric="t2i_r1")
-    with pytest.raises(KeyError, match="pass setting="):
-        paper_value("3a", method="HN-CLIP", dataset="DOCCI", metric="t2i_r1")
-    with pytest.raises(KeyError, match="has no 't2i_r25'"):
-        paper_value("1", method="HN-CLIP", dataset="DOCCI", metric="t2i_r25")
-    with pytest.raises(ValueError, match="prints no number"):  # "≈ 0" in Table A4
-        paper_value("A4", method="Δ (Long-CLIP + L_HN − Long-CLIP)", dataset="DOCCI", metric="t2i_r10")
-    with pytest.raises(PaperTableError, match="no such file"):
-        load_paper_table("A99")
-
-
-def _good_table() -> dict:
-    return {
-        "source": "arXiv 2608.18521v1, Table 9 (page not given in the text version)",
-        "caption": "a test table",
-        "columns": ["t2i_r1", "i2t_r1"],
-        "rows": [{"method": "HN-CLIP", "dataset": "DOCCI", "values": {"t2i_r1": 88.25, "i2t_r1": 86.24}}],
-    }
-
-
-def _break_missing_key(d):
-    del d["caption"]
-
-
-def _break_value(d):
-    d["rows"][0]["values"]["t2i_r1"] = "88.25"
-
-
-def _break_column(d):
-    d["rows"][0]["values"]["t2i_r5"] = 98.45
-
-
-def _break_source(d):
-    d["source"] = "arXiv 2608.18521v1, Table 9"
-
-
-def _break_duplicate(d):
-    d["rows"].append(dict(d["rows"][0]))
-
-
-def _break_row_key(d):
-    d["rows"][0]["methd"] = "typo"
-
-
-def _break_percentage(d):
-    d["rows"][0]["values"]["i2t_r1"] = 862.4
-
-
-@pytest.mark.parametrize("breaker, message", [
-    (_break_missing_key, r"missing key\(s\) \['caption'\]"),
-    (_break_value, r"rows\[0\].values\['t2i_r1'\] must be a finite number or null"),
-    (_break_column, r"'t2i_r5', which is not in 'columns'"),
-    (_break_source, r"must give the page"),
-    (_break_duplicate, r"rows\[1\] repeats"),
-    (_break_row_key, r"rows\[0\] has unknown key\(s\) \['methd'\]"),
-    (_break_percentage, r"is not a percentage"),
-])
-def test_malformed_file_gives_a_clear_error(tmp_path, breaker, message):
-    path = tmp_path / "table9.json"
-    path.write_text(json.dumps(_good_table()))
-    assert load_paper_table(path).rows[0].values["t2i_r1"] == 88.25
-    data = _good_table()
-    breaker(data)
-    path.write_text(json.dumps(data))
-    with pytest.raises(PaperTableError, match=message) as error:
-        load_paper_table(path)
-    assert str(path) in str(error.value)
-
-
-def test_invalid_json_names_the_file(tmp_path):
-    path = tmp_path / "tableX.json"
-    path.write_text('{"source": ')
-    with pytest.raises(PaperTableError, match="not valid JSON") as error:
-        load_paper_table(path)
-    assert str(path) in str(error.value)
-
-
-# --------------------------------------------------------------------------------------------- claims
-
-
-def run(t2i, i2t=None, history=None, zero=20.0):
-    """A training result as train() returns it; ``history`` lists the mean R@1 of epochs 1, 2, ..."""
+def r1(t2i, i2t=None):
     i2t = t2i if i2t is None else i2t
-    zero_row = {"epoch": 0, "t2i_r1": zero, "i2t_r1": zero, "mean_r1": zero}
-    epochs = [{"epoch": e, "t2i_r1": v, "i2t_r1": v, "mean_r1": v} for e, v in enumerate(history or [], start=1)]
-    last = {"epoch": len(epochs) or 3, "t2i_r1": t2i, "i2t_r1": i2t, "mean_r1": (t2i + i2t) / 2}
-    if epochs:
-        epochs[-1] = last
-    return {"zero_shot": zero_row, "best": last, "last": last, "history": [zero_row, *(epochs or [last])]}
+    return {"t2i_r1": t2i, "i2t_r1": i2t, "mean_r1": (t2i + i2t) / 2}
 
 
-def transferred(**mean_r1_by_test):
-    """One method's evaluations on several test benchmarks: {test: {"zero_shot": row, "last": row}}."""
-    return {test: {"zero_shot": run(20.0)["zero_shot"], "last": run(value)["last"]}
-            for test, value in mean_r1_by_test.items()}
+def trained(study, last, history=(), zero=20.0, **params):
+    """A run's rows: zero-shot (epoch 0), ``history`` (avg R@1 of epochs 1, 2, …) and ``last`` at the last epoch."""
+    epochs = [zero, *history[:-1], last] if history else [zero, last]
+    numbers = range(len(epochs)) if history else (0, 3)
+    return [row(study, epoch=e, **params, **r1(v)) for e, v in zip(numbers, epochs, strict=True)]
+
+
+#: Three seeds whose last-epoch R@1 (each direction and the average) has a sample std of exactly 0.5: σ = 0.5.
+SEEDS = [r for s, v in enumerate((29.5, 30.0, 30.5)) for r in trained("seeds", v, seed=s, objective="hn+tok")]
+SIGMA = 0.5
 
 
 def diag(**per_epoch):
-    """Two epochs of diagnostics; each keyword gives the two epochs' values of one key."""
-    base = {"measurements": 4, "solved_clip": 0.8, "solved_hn": 0.5, "grad_zero_clip": 0.0,
-            "median_grad_ratio": 1e3, "cosine_mean": 0.5}
-    rows = [{"epoch": e, **base} for e in (1, 2)]
+    """Two monitored epochs of one run; each keyword gives the two epochs' values of one summary key."""
+    base = {"measurements": 4, "micro_solved_clip": 0.8, "micro_solved_hn": 0.5, "grad_zero_clip": 0.3,
+            "median_grad_ratio": 1e3, "cosine_mean": 0.5, "cosine_std": 0.2}
+    rows = [row("dynamics", epoch=e, run="saturation.json", **base) for e in (1, 2)]
     for key, values in per_epoch.items():
-        for row, value in zip(rows, values, strict=True):
-            row[key] = value
-    return {"diagnostics": rows}
+        for r, value in zip(rows, values, strict=True):
+            r[key] = value
+    return rows
 
 
+def fine_tuning(method, baseline, zero=20.0):
+    """Chapter 3: ``method`` and ``baseline`` are avg R@1 histories (epochs 1, 2, …) of hn+tok and clip."""
+    return [*trained("fine_tuning", method[-1], method, zero, objective="hn+tok", seed=0),
+            *trained("fine_tuning", baseline[-1], baseline, zero, objective="clip", seed=0), *SEEDS]
 
-def speed(img_per_s: float) -> dict:
-    """One configuration of benchmarks/framework_throughput.py's JSON."""
-    return {"img_per_s": img_per_s, "relative_time": 1.0, "seconds": [1.0]}
+
+def study(name, parameter, values, **fixed):
+    """One run per value of ``parameter``: ``values`` maps it to the last-epoch avg R@1 (or an r1 dict)."""
+    return [r for key, v in values.items() for r in trained(name, v, **{parameter: key}, **fixed)] + SEEDS
+
+
+def gamma_rows(t2i_i2t, eval_dataset="a"):
+    return [row("gamma", gamma=g, token_weight=1.0, eval_dataset=eval_dataset, **r1(*v)) for g, v in t2i_i2t.items()]
+
+
+def transfer(method, baselines):
+    """Trained on a, tested on b: hn+tok and baselines' avg R@1 on b, zero-shot 20; in-domain rows on a."""
+    rows = []
+    for objective, value in {"hn+tok": method, **baselines}.items():
+        for test, last in (("a", 30.0), ("b", value)):
+            rows += [row("transfer", epoch=0, objective=objective, run=f"t/{objective}", eval_dataset=test, **r1(20.0)),
+                     row("transfer", objective=objective, run=f"t/{objective}", eval_dataset=test, **r1(last))]
+    return rows + SEEDS
+
+
+def temperature(at_25):
+    grid = {(25.0, 0.0): 20.0, (25.0, 1.0): at_25, (25.0, 8.0): 10.0,  # s·γ = 200: outside the plateau
+            (100.0, 0.0): 20.0, (100.0, 0.25): 21.0, (100.0, 0.5): 23.0, (100.0, 1.0): 22.0}
+    return [row("temperature", logit_scale=s, gamma=g, **r1(v)) for (s, g), v in grid.items()] + SEEDS
+
+
+def throughput(hn_slowest, goal_fastest, structxlip_fastest=20.0):
+    def speed(framework, objective, slowest, fastest):
+        return row("throughput", epoch=None, framework=framework, objective=objective,
+                   img_per_s=(slowest + fastest) / 2, img_per_s_slowest=slowest, img_per_s_fastest=fastest)
+    return [speed("longclip", "hn", hn_slowest, 70.0), speed("goal", "clip", 30.0, goal_fastest),
+            speed("structxlip", "clip", 15.0, structxlip_fastest)]
+
+
+def calibration(hn_last, clip_last=(55.0, 55.5, 56.0), zero=40.0, similarity=0.7, **regime):
+    """The calibration's rows: its initial model (zero-shot regime) and, per seed, InfoNCE and HN-CLIP."""
+    initial = {"solved_share": 0.6, "twin_error_share": 0.85, "own_family_top1": 0.97, **regime}
+    rows = [row("calibration", epoch=0, run="calibration.json:initial model", **initial)]
+    for seed, (hn, clip) in enumerate(zip(hn_last, clip_last, strict=True)):
+        for objective, last in (("hn+tok", hn), ("clip", clip)):
+            rows += [row("calibration", epoch=0, seed=seed, objective=objective, **r1(zero)),
+                     row("calibration", epoch=1, seed=seed, objective=objective, caption_mean_similarity=similarity,
+                         **r1((zero + last) / 2)),
+                     row("calibration", epoch=3, seed=seed, objective=objective, **r1(last))]
+    return rows
+
 
 CASES = {
-    # claim id: (measurements that reproduce it, measurements that do not)
-    "geometry": ({"geometry": {"mean_pairwise": 0.85, "mean_hardest": 0.93}},
-                 {"geometry": {"mean_pairwise": 0.55, "mean_hardest": 0.98}}),
-    "infonce_saturates": (diag(solved_clip=[0.8, 1.0]), diag(solved_clip=[0.1, 0.9])),
-    "exact_zero_gradients": (diag(grad_zero_clip=[0.0, 0.47]), diag(grad_zero_clip=[0.0, 0.0])),
-    "hn_stays_active": (diag(solved_hn=[0.5, 0.7]), diag(solved_hn=[0.5, 0.9])),
-    "gradient_ratio": (diag(median_grad_ratio=[1e3, 1e5]), diag(median_grad_ratio=[15.0, 5.0])),
-    "gradient_aligned": (diag(cosine_mean=[0.5, math.nan]), diag(cosine_mean=[0.3, -0.1])),
-    "beats_infonce": ({"fine_tuning": {"hn+tok": run(30.0), "clip": run(28.0)}},
-                      {"fine_tuning": {"hn+tok": run(27.0), "clip": run(28.0)}}),
-    "beats_zero_shot": ({"fine_tuning": {"hn+tok": run(30.0, zero=28.0), "clip": run(28.0)}},
-                        {"fine_tuning": {"hn+tok": run(25.0, zero=28.0), "clip": run(28.0)}}),
-    "leads_from_first_epoch": (
-        {"fine_tuning": {"hn+tok": run(30.0, history=[26, 28, 30]), "clip": run(28.0, history=[22, 25, 28])}},
-        {"fine_tuning": {"hn+tok": run(30.0, history=[20, 28, 30]), "clip": run(28.0, history=[22, 25, 28])}}),
-    "first_epoch_matches_final": (
-        {"fine_tuning": {"hn+tok": run(31.0, history=[29, 30, 31]), "clip": run(28.0, history=[22, 25, 28])}},
-        {"fine_tuning": {"hn+tok": run(30.0, history=[25, 28, 30]), "clip": run(28.0, history=[22, 25, 28])}}),
-    "gamma_beats_zero": ({"gamma": {"0": run(18.0, 19.0), "0.5": run(25.0, 22.0), "1": run(24.0, 22.0)}},
-                         {"gamma": {"0": run(30.0, 30.0), "0.5": run(25.0, 22.0), "1": run(24.0, 22.0)}}),
-    "components": (
-        {"components": {"clip": run(20.0), "tok": run(20.0), "hn": run(25.0), "hn+tok": run(25.2)}},
-        {"components": {"clip": run(20.0), "tok": run(20.0), "hn": run(25.0), "hn+tok": run(23.0)}}),
-    "recomputed_beats_frozen": ({"margin_source": {"recomputed": run(24.0), "frozen": run(23.0)}},
-                                {"margin_source": {"recomputed": run(22.0), "frozen": run(23.0)}}),
-    "milder_gamma_transfers": (
-        {"gamma_transfer": {"0": run(26.0), "0.25": run(30.0), "0.5": run(29.0), "1.0": run(27.0)}},
-        {"gamma_transfer": {"0.25": run(27.0), "0.5": run(29.0), "1.0": run(30.0)}}),
-    "data_efficiency": ({"fractions": {"0.2": {"hn+tok": run(29.0)}, "1": {"clip": run(28.0), "hn+tok": run(31.0)}}},
-                        {"fractions": {"20%": {"hn+tok": run(27.0)}, "100%": {"clip": run(28.0)}}}),
-    "seed_spread": ({"seeds": {"0": {"hn+tok": run(30.0, 29.0)}, "1": {"hn+tok": run(30.5, 29.3)}}},
-                    {"seeds": {"0": {"hn+tok": run(30.0, 29.0)}, "1": {"hn+tok": run(32.0, 29.3)}}}),
-    "cross_domain": (
-        {"transfer": {"a": {"hn+tok": transferred(a=30.0, b=26.0), "clip": transferred(a=28.0, b=24.0),
-                            "tok": transferred(a=28.5, b=25.0)},
-                      "b": {"hn+tok": transferred(b=31.0, a=27.0), "clip": transferred(b=29.0, a=25.5)}}},
-        # in-domain ahead, but behind tok on the cross-domain a → b direction
-        {"transfer": {"a": {"hn+tok": transferred(a=30.0, b=24.5), "clip": transferred(a=28.0, b=24.0),
-                            "tok": transferred(a=28.5, b=25.0)}}}),
-    "plug_and_play": (
-        {"plug_and_play": {"longclip": {"clip": run(28.0), "hn": run(29.0)}, "lora": {"clip": run(25.0),
-                                                                                     "hn": run(25.5)}}},
-        {"plug_and_play": {"longclip": {"clip": run(28.0), "hn": run(29.0)}, "goal": {"clip": run(25.0),
-                                                                                     "hn": run(25.0)}}}),
-    "efficiency": (
-        {"throughput": {"longclip": {"clip": speed(70.0), "hn": speed(69.0)}, "goal": {"clip": speed(30.0)},
-                        "structxlip": {"clip": speed(50.0), "hn": speed(49.0)}}},
-        # StructXLIP-style fine-tuning faster than L_HN inside Long-CLIP
-        {"throughput": {"longclip": {"hn": speed(40.0)}, "goal": {"clip": speed(30.0)},
-                        "structxlip": {"clip": speed(50.0)}}}),
-    "temperature_plateau": (
-        {"temperature": {"25": {"0": run(20.0), "1": run(22.0), "8": run(10.0)},
-                         "100": {"0": run(20.0), "0.25": run(21.0), "0.5": run(23.0), "1": run(22.0)}}},
-        # at s = 25, γ = 1 (s·γ 25, inside the plateau) does not beat γ = 0
-        {"temperature": {"25": {"0": run(20.0), "1": run(19.0)},
-                         "100": {"0": run(20.0), "0.25": run(21.0), "0.5": run(23.0), "1": run(22.0)}}}),
+    # claim id: (rows that reproduce it, rows that do not, rows exactly at its threshold: not reproduced)
+    "geometry": ([row("geometry", epoch=0, mean_pairwise=0.85, mean_hardest=0.93)],
+                 [row("geometry", epoch=0, mean_pairwise=0.55, mean_hardest=0.98)],
+                 [row("geometry", epoch=0, mean_pairwise=0.80, mean_hardest=0.93)]),
+    "infonce_saturates": (diag(micro_solved_clip=[0.8, 1.0]), diag(micro_solved_clip=[0.3, 1.0]),
+                          diag(micro_solved_clip=[0.5, 1.0])),
+    "exact_zero_gradients": (diag(grad_zero_clip=[0.3, 0.5]), diag(grad_zero_clip=[0.0, 0.0]),
+                             diag(grad_zero_clip=[0.235, 0.235])),  # half the paper's 47 %
+    "hn_stays_active": (diag(micro_solved_hn=[0.5, 0.7]), diag(micro_solved_hn=[0.5, 0.9]),
+                        diag(micro_solved_hn=[0.5, 0.8])),
+    "gradient_ratio": (diag(median_grad_ratio=[1e3, 1e5]), diag(median_grad_ratio=[15.0, 5.0]),
+                       diag(median_grad_ratio=[100.0, 1e3])),
+    "gradient_aligned": (diag(cosine_mean=[0.5, 0.4]), diag(cosine_mean=[0.3, 0.01]),  # 0.01: nearly orthogonal
+                         diag(cosine_mean=[0.2, 0.5])),  # mean = std
+    "beats_infonce": (fine_tuning([26, 28, 30], [22, 25, 28]), fine_tuning([26, 27, 27], [22, 25, 28]),
+                      fine_tuning([26, 28, 28.5], [22, 25, 28])),
+    "beats_zero_shot": (fine_tuning([26, 28, 30], [22, 25, 28], zero=28), fine_tuning([26, 28, 25], [22, 25, 28], 28),
+                        fine_tuning([26, 28, 28.5], [22, 25, 28], zero=28)),
+    "leads_from_first_epoch": (fine_tuning([26, 28, 30], [22, 25, 28]), fine_tuning([20, 28, 30], [22, 25, 28]),
+                               fine_tuning([22.5, 28, 30], [22, 25, 28])),
+    "first_epoch_matches_final": (fine_tuning([28, 29, 30], [22, 25, 28]), fine_tuning([25, 28, 30], [22, 25, 28]),
+                                  fine_tuning([27.5, 29, 30], [22, 25, 28])),  # epoch 1 = InfoNCE's last − σ
+    "gamma_beats_zero": (gamma_rows({0: (18, 19), 0.5: (25, 22), 1: (24, 22)}) + SEEDS,
+                         gamma_rows({0: (30, 30), 0.5: (25, 22), 1: (24, 22)}) + SEEDS,
+                         gamma_rows({0: (18, 19), 0.5: (18.5, 22), 1: (24, 22)}) + SEEDS),
+    "components": (study("components", "objective", {"clip": 20, "tok": 20, "hn": 25, "hn+tok": 26}),
+                   # L_HN + L_tok 0.2 above L_HN alone: within the seed spread, L_tok adds nothing
+                   study("components", "objective", {"clip": 20, "tok": 20, "hn": 25, "hn+tok": 25.2}),
+                   study("components", "objective", {"clip": 20, "tok": 20, "hn": 25, "hn+tok": 25.5})),
+    "recomputed_beats_frozen": (study("margin_source", "margin_source", {"recomputed": 24, "frozen": 23}),
+                                study("margin_source", "margin_source", {"recomputed": 22, "frozen": 23}),
+                                study("margin_source", "margin_source", {"recomputed": 23.5, "frozen": 23})),
+    "milder_gamma_transfers": (gamma_rows({0: (26, 26), 0.25: (30, 30), 0.5: (29, 29), 1: (27, 27)}, "b") + SEEDS,
+                               gamma_rows({0.25: (27, 27), 0.5: (29, 29), 1: (30, 30)}, "b") + SEEDS,
+                               gamma_rows({0.25: (27.5, 27.5), 0.5: (27.25, 27.25), 1: (27, 27)}, "b") + SEEDS),
+    "data_efficiency": (study("fractions", "train_fraction", {0.2: 29, 1.0: 31}, objective="hn+tok")
+                        + study("fractions", "train_fraction", {1.0: 28}, objective="clip"),
+                        study("fractions", "train_fraction", {0.2: 27}, objective="hn+tok")
+                        + study("fractions", "train_fraction", {1.0: 28}, objective="clip"),
+                        study("fractions", "train_fraction", {0.2: 28.5}, objective="hn+tok")
+                        + study("fractions", "train_fraction", {1.0: 28}, objective="clip")),
+    "seed_spread": (SEEDS,
+                    [r for s, v in enumerate((29.0, 30.0, 31.0)) for r in trained("seeds", v, seed=s,
+                                                                                objective="hn+tok")],
+                    [r for s, v in enumerate((30.0, 31.44)) for r in trained("seeds", v, seed=s, objective="hn+tok")]),
+    "cross_domain": (transfer(26.0, {"clip": 24.0, "tok": 25.0}), transfer(25.2, {"clip": 24.0, "tok": 25.0}),
+                     transfer(25.5, {"clip": 24.0, "tok": 25.0})),
+    "temperature_plateau": (temperature(22.0), temperature(19.0), temperature(20.5)),
+    "plug_and_play": (study("plug_and_play", "objective", {"clip": 28, "hn": 29}, framework="longclip")
+                      + study("plug_and_play", "objective", {"clip": 25, "hn": 25.6}, framework="lora"),
+                      study("plug_and_play", "objective", {"clip": 28, "hn": 29}, framework="longclip")
+                      + study("plug_and_play", "objective", {"clip": 25, "hn": 25}, framework="goal"),
+                      study("plug_and_play", "objective", {"clip": 28, "hn": 29}, framework="longclip")
+                      + study("plug_and_play", "objective", {"clip": 25, "hn": 25.5}, framework="lora")),
+    "efficiency": (throughput(60.0, 35.0), throughput(60.0, 35.0, structxlip_fastest=70.0), throughput(60.0, 60.0)),
+    # the calibration view's own checks
+    "strong_initialisation": (calibration((59, 59.5, 60)), calibration((59, 59.5, 60), solved_share=0.4),
+                              calibration((59, 59.5, 60), solved_share=0.5)),
+    "text_space_nudged": (calibration((59, 59.5, 60)), calibration((59, 59.5, 60), similarity=0.3),
+                          calibration((59, 59.5, 60), similarity=0.5)),
+    "gain_over_infonce": (calibration((59, 59.5, 60)), calibration((57.5, 58, 58.5)),
+                          calibration((58, 58.5, 59))),  # a gain of exactly 3 at every seed
 }
 
-# Measurements that have the claim's section but not everything the claim needs.
-INCOMPLETE = {
-    "geometry": {"geometry": {"mean_pairwise": 0.85}},
-    "infonce_saturates": {"diagnostics": [{"epoch": 0, "solved_clip": 1.0}]},
-    "exact_zero_gradients": {"diagnostics": [{"epoch": 1, "solved_clip": 1.0}]},
-    "hn_stays_active": {"diagnostics": [{"epoch": 1, "solved_clip": 1.0}]},
-    "gradient_ratio": diag(median_grad_ratio=[math.nan, math.nan]),
-    "gradient_aligned": diag(cosine_mean=[math.nan, math.nan]),
-    "beats_infonce": {"fine_tuning": {"hn+tok": run(30.0)}},
-    "beats_zero_shot": {"fine_tuning": {"hn+tok": {"last": run(30.0)["last"]}}},
-    "leads_from_first_epoch": {"fine_tuning": {"hn+tok": {"last": run(30.0)["last"]}, "clip": run(28.0)}},
-    "first_epoch_matches_final": {"fine_tuning": {"hn+tok": {"last": run(30.0)["last"]}, "clip": run(28.0)}},
-    "gamma_beats_zero": {"gamma": {"0.5": run(25.0), "1": run(24.0)}},
-    "components": {"components": {"clip": run(20.0), "hn": run(25.0), "hn+tok": run(25.2)}},
-    "recomputed_beats_frozen": {"margin_source": {"recomputed": run(24.0)}},
-    "milder_gamma_transfers": {"gamma_transfer": {"0": run(30.0), "0.5": run(29.0)}},
-    "data_efficiency": {"fractions": {"0.2": {"hn+tok": run(29.0)}, "1": {"hn+tok": run(31.0)}}},
-    "seed_spread": {"seeds": {"0": {"hn+tok": run(30.0)}, "1": {"clip": run(30.0)}}},
-    "cross_domain": {"transfer": {"a": {"hn+tok": transferred(a=30.0), "clip": transferred(a=28.0, b=24.0)}}},
-    "temperature_plateau": {"temperature": {"25": {"1": run(22.0)}, "100": {"0": run(20.0), "2": run(22.0)}}},
-    "plug_and_play": {"plug_and_play": {"longclip": {"clip": run(28.0), "hn": run(29.0)}, "lora": {"clip": run(2)}}},
-    "efficiency": {"throughput": {"longclip": {"clip": speed(70.0)}, "goal": {"clip": speed(30.0)}}},
-}
-
-CLAIM_BY_ID = {c.id: c for c in CLAIMS}
+ALL_CLAIMS = {c.id: c for c in (*CLAIMS, *CALIBRATION)}
 
 
-def test_every_claim_has_cases():
-    assert set(CASES) == set(CLAIM_BY_ID) == set(INCOMPLETE)
-    assert len(CLAIMS) >= 13
-    for claim in CLAIMS:
-        assert claim.text and claim.paper_reference and claim.operationalisation and claim.needs
+def verdict(claim_id, rows):
+    (result,) = judge(Table(tuple(rows)), [ALL_CLAIMS[claim_id]])
+    return result
+
+
+def test_every_claim_has_its_cases_and_states_its_rule():
+    assert set(CASES) == set(ALL_CLAIMS)
+    assert len(CLAIMS) == 20 and len(CALIBRATION) == 7
+    for claim in ALL_CLAIMS.values():
+        assert claim.text and claim.reference and claim.rule and claim.why
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_claim_reproduced_when_it_should_be(claim_id):
-    result = CLAIM_BY_ID[claim_id].evaluate(CASES[claim_id][0])
+    result = verdict(claim_id, CASES[claim_id][0])
     assert result.status == "reproduced", result.explanation
-    assert result.ours and result.paper and result.explanation
+    assert result.ours and result.paper and result.explanation and result.source
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_claim_not_reproduced_when_it_should_not_be(claim_id):
-    result = CLAIM_BY_ID[claim_id].evaluate(CASES[claim_id][1])
+    result = verdict(claim_id, CASES[claim_id][1])
     assert result.status == "not reproduced", result.explanation
     assert result.ours
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
-def test_claim_not_measured_without_its_inputs(claim_id):
-    claim = CLAIM_BY_ID[claim_id]
-    for measurements in ({}, INCOMPLETE[claim_id]):
-        result = claim.evaluate(measurements)
-        assert result.status == "not measured", (measurements, result.explanation)
-        assert result.ours == {} and result.explanation.startswith("not measured")
-        assert result.paper  # the paper's side is shown even when ours is missing
+def test_a_result_exactly_at_the_threshold_is_not_a_pass(claim_id):
+    result = verdict(claim_id, CASES[claim_id][2])
+    assert result.status == "not reproduced", result.explanation
 
 
-def test_claim_numbers_are_the_papers():
-    paper_side = CLAIM_BY_ID["beats_infonce"].evaluate({}).paper
-    assert paper_side["DOCCI hn+tok avg R@1 (Table 1)"] == pytest.approx((88.25 + 86.24) / 2)
-    assert paper_side["DOCCI InfoNCE avg R@1 (Table A5)"] == pytest.approx((86.45 + 84.10) / 2)
-    fractions = CLAIM_BY_ID["data_efficiency"].evaluate({}).paper
-    assert fractions["DOCCI: HN-CLIP 20 % / StructXLIP 100 % avg R@1"] == pytest.approx(
-        [(85.43 + 83.75) / 2, (84.73 + 82.61) / 2])
+@pytest.mark.parametrize("claim_id", sorted(CASES))
+def test_claim_not_measured_without_its_rows(claim_id):
+    result = verdict(claim_id, [])
+    assert result.status == "not measured" and result.ours == {} and result.explanation.startswith("not measured")
+    assert result.paper  # the paper's side is shown even when ours is missing
 
 
-def test_gamma_claim_names_the_failing_gamma():
-    result = CLAIM_BY_ID["gamma_beats_zero"].evaluate(
-        {"gamma": {"0": run(20.0, 20.0), "0.25": run(25.0, 25.0), "0.75": run(25.0, 19.0)}})
+COMPARISONS = ["beats_infonce", "beats_zero_shot", "leads_from_first_epoch", "first_epoch_matches_final",
+               "gamma_beats_zero", "components", "recomputed_beats_frozen", "milder_gamma_transfers",
+               "data_efficiency", "cross_domain", "temperature_plateau", "plug_and_play"]
+
+
+@pytest.mark.parametrize("claim_id", COMPARISONS)
+def test_a_comparison_needs_the_seed_spread(claim_id):
+    rows = [r for r in CASES[claim_id][0] if r["study"] != "seeds"]
+    result = verdict(claim_id, rows)
+    assert result.status == "not measured" and "seed" in result.explanation
+
+
+def test_the_tolerance_is_the_seed_spread_measured_in_the_table():
+    wide = [r for s, v in enumerate((29.0, 30.0, 31.0)) for r in trained("seeds", v, seed=s, objective="clip")]
+    rows = [r for r in CASES["beats_infonce"][0] if r["study"] != "seeds"]
+    assert verdict("beats_infonce", rows + SEEDS).status == "reproduced"  # gap 2 > σ 0.5
+    assert verdict("beats_infonce", [*rows, *wide, *SEEDS]).status == "reproduced"  # pooled σ √((1 + 0.25)/2)
+    assert verdict("beats_infonce", fine_tuning([26, 28, 29.5], [22, 25, 28])[:-3] + wide).status == "not reproduced"
+
+
+def test_the_components_rule_tests_l_tok_after_the_boost():
+    """The issue's example: L_HN + L_tok 0.4 below L_HN alone (the committed grids) is not 'L_tok adds to it'."""
+    rows = study("components", "objective", {"clip": 28.2, "tok": 24.95, "hn": 30.85, "hn+tok": 30.45})
+    result = verdict("components", rows)
     assert result.status == "not reproduced"
-    assert "γ=0.75 i2t" in result.explanation and "γ=0.25" not in result.explanation.split("(")[0]
+    assert "L_tok adds once the boost is on" in result.explanation and "L_HN carries" not in result.explanation
+    alone = study("components", "objective", {"clip": 20, "tok": 21, "hn": 25, "hn+tok": 26})  # L_tok adds alone too
+    assert "L_tok alone adds nothing" in verdict("components", alone).explanation
 
 
-def test_scorecard_table_renders_every_claim():
-    measurements = {**CASES["beats_infonce"][0], **CASES["gamma_beats_zero"][1],
-                    "sources": {"fine_tuning": "fine_tuning.json"}}
-    results = build_scorecard(measurements)
+def test_monitor_claims_hold_for_every_monitored_run():
+    second = [{**r, "run": "calibration.json:seed 0/clip", "source": "calibration.json", "micro_solved_clip": 0.3}
+              for r in diag()]
+    result = verdict("infonce_saturates", diag() + second)
+    assert result.status == "not reproduced" and "seed 0/clip" in result.explanation
+
+
+def test_steps_stand_in_for_micro_batches_where_a_monitor_did_not_record_them():
+    rows = diag()
+    for r in rows:
+        del r["micro_solved_clip"]
+        r["solved_clip"] = 0.9
+    assert verdict("infonce_saturates", rows).status == "reproduced"
+
+
+def test_the_calibration_view_judges_the_calibrations_rows_only():
+    rows = calibration((59, 59.5, 60)) + [
+        row("calibration", epoch=0, run="calibration.json:initial model", mean_pairwise=0.85, mean_hardest=0.93)]
+    for r in diag(median_grad_ratio=[1e3, 1e4]):
+        rows.append({**r, "study": "calibration", "run": "calibration.json:seed 0/hn+tok", "seed": 0,
+                     "objective": "hn+tok"})
+    rows += diag(median_grad_ratio=[5.0, 5.0])  # chapter 2's run: read by the scorecard, not by the view
+    view = {v.claim_id: v.status for v in calibration_view(Table(tuple(rows)))}
+    assert list(view) == [c.id for c in CALIBRATION]
+    assert view["gradient_ratio"] == "reproduced"
+    assert {v.claim_id: v.status for v in judge(Table(tuple(rows)))}["gradient_ratio"] == "not reproduced"
+    assert view == dict.fromkeys(view, "reproduced")
+
+
+def test_tables_render_every_claim():
+    rows = CASES["beats_infonce"][0] + [r for r in CASES["gamma_beats_zero"][1] if r["study"] != "seeds"]
+    results = judge(Table(tuple(rows)))
     assert [r.claim_id for r in results] == [c.id for c in CLAIMS]
     assert {r.status for r in results} == set(STATUSES)
     table = scorecard_table(results)
     lines = table.splitlines()
     assert len(lines) == 2 + len(CLAIMS)
     for claim, line in zip(CLAIMS, lines[2:], strict=True):
-        assert line.startswith(f"| {claim.text} | {claim.paper_reference} |")
+        assert line.startswith(f"| {claim.text} | {claim.reference} |")
         assert line.count("|") == 7  # six cells: no stray pipes from the numbers
-    assert "**not reproduced**" in table and "(fine_tuning.json)" in table
-    assert len(claims_table().splitlines()) == 2 + len(CLAIMS)
+    assert "**not reproduced**" in table and "(fine_tuning.json" in table
+    rules = claims_table(CALIBRATION).splitlines()
+    assert len(rules) == 2 + len(CALIBRATION) and "σ" in claims_table()
+    assert all(line.count("|") == 6 for line in claims_table().splitlines())  # five cells ("max|Δ|" escaped)
 
 
-# --------------------------------------------------------------------------------------------- assembling
-
-
-def _write_outputs(folder, with_gamma_zero_best=False):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "geometry.json").write_text(json.dumps(
-        {"dataset": "synthetic", "backbone": "toy", "geometry": {"mean_pairwise": 0.55, "mean_hardest": 0.98}}))
-    (folder / "saturation.json").write_text(json.dumps({"dynamics": {"objective": "hn+tok", **diag()}}))
-    (folder / "fine_tuning.json").write_text(json.dumps(
-        {"parameters": {}, "runs": {"clip": run(28.0, history=[22, 25, 28]),
-                                    "hn+tok": run(30.0, history=[26, 28, 30])}}))
-    zero = run(30.0) if with_gamma_zero_best else run(18.0)
-    (folder / "ablations.json").write_text(json.dumps({
-        "scale": {"epochs": 2},
-        "gamma": {"0": zero, "0.5": run(25.0), "1": run(24.0)},
-        "components": {"clip": run(20.0), "tok": run(19.0), "hn": run(25.0), "hn+tok": run(24.8)},
-        "margin_source": {"recomputed": run(24.0), "frozen": run(23.0)},
-    }))
-
-
-def test_measurements_from_outputs(tmp_path):
-    _write_outputs(tmp_path / "tutorial")
-    _write_outputs(tmp_path / "transfer", with_gamma_zero_best=True)
-    calibration = tmp_path / "calibration.json"
-    calibration.write_text(json.dumps({"runs": [{"seed": s, "clip": run(28.0), "hn+tok": run(30.0 + s)}
-                                                for s in (0, 1, 2)]}))
-    m = measurements_from_outputs(tmp_path / "tutorial", calibration=calibration, transfer_dir=tmp_path / "transfer")
-    assert set(m) == {"geometry", "diagnostics", "fine_tuning", "gamma", "components", "margin_source", "seeds",
-                      "gamma_transfer", "sources"}
-    assert set(m["seeds"]) == {"0", "1", "2"} and set(m["seeds"]["1"]) == {"clip", "hn+tok"}
-    assert m["sources"]["fine_tuning"].startswith("fine_tuning.json")
-    status = {r.claim_id: r.status for r in build_scorecard(m)}
-    assert status["geometry"] == "not reproduced"
-    assert status["beats_infonce"] == status["gamma_beats_zero"] == status["components"] == "reproduced"
-    assert status["seed_spread"] == "not reproduced"  # 30, 31, 32: spread 2 > 1.5
-    assert status["milder_gamma_transfers"] == "reproduced"  # transfer sweep: 25 at γ=0.5, 24 at γ=1
-    assert status["data_efficiency"] == "not measured"  # no notebook writes fractions
-
-
-def test_measurements_from_outputs_skips_missing_files_and_rejects_wrong_ones(tmp_path):
-    assert measurements_from_outputs(tmp_path) == {"sources": {}}
-    assert all(r.status == "not measured" for r in build_scorecard(measurements_from_outputs(tmp_path)))
-    (tmp_path / "saturation.json").write_text(json.dumps({"thresholds": {}}))
-    with pytest.raises(ValueError, match="saturation.json: expected key dynamics/diagnostics"):
-        measurements_from_outputs(tmp_path)
-
-
-def test_full_ablation_grids_replace_the_tutorial_sections(tmp_path):
-    _write_outputs(tmp_path / "tutorial")
-    ablations = tmp_path / "ablations.json"
-    ablations.write_text(json.dumps({
-        "studies": {"fractions": {"points": 2}},
-        "gamma": {"0": run(30.0), "0.5": run(25.0)},  # full grid: γ = 0 ahead, unlike the tutorial's sweep
-        "fractions": {"0.2": {"hn+tok": run(29.0)}, "1": {"clip": run(28.0), "tok": run(28.5)}},
-        "temperature": CASES["temperature_plateau"][0]["temperature"],
-    }))
-    m = measurements_from_outputs(tmp_path / "tutorial", ablations=ablations)
-    assert m["sources"]["gamma"] == "ablations.json (full grid)"
-    assert m["sources"]["components"] == "ablations.json"  # absent from the grids: the tutorial's stays
-    status = {r.claim_id: r.status for r in build_scorecard(m)}
-    assert status["gamma_beats_zero"] == "not reproduced"
-    assert status["data_efficiency"] == status["temperature_plateau"] == "reproduced"
-    (tmp_path / "other.json").write_text(json.dumps({"gamma": {}}))
-    with pytest.raises(ValueError, match="python -m hnclip_core.replication.ablations"):
-        measurements_from_outputs(None, ablations=tmp_path / "other.json")
-
-
-
-def test_framework_throughput_file_feeds_the_efficiency_claim(tmp_path):
-    path = tmp_path / "framework_throughput.json"
-    path.write_text(json.dumps({"machine": "test", "batch": 4, "frameworks": CASES["efficiency"][0]["throughput"]}))
-    m = measurements_from_outputs(None, throughput=path)
-    assert m["sources"]["throughput"] == "framework_throughput.json"
-    assert CLAIM_BY_ID["efficiency"].evaluate(m).status == "reproduced"
-    path.write_text(json.dumps({"longclip": {}}))
-    with pytest.raises(ValueError, match="expected key frameworks"):
-        measurements_from_outputs(None, throughput=path)
-
-def test_committed_calibration_gives_seeds():
-    m = measurements_from_outputs(None, calibration=True)
-    assert len(m["seeds"]) >= 2
-    result = CLAIM_BY_ID["seed_spread"].evaluate(m)
-    assert result.status in ("reproduced", "not reproduced")
-    assert result.source == "calibration.json"
+def test_chapter_3_claims_hold_at_every_seed_of_its_recipe():
+    """Chapter 3's run and the calibration's seeds are one recipe: a claim must hold at each of them."""
+    chapter_3 = fine_tuning([26, 28, 30], [22, 25, 28])
+    assert verdict("beats_infonce", chapter_3 + calibration((59, 59.5, 60))).status == "reproduced"
+    result = verdict("beats_infonce", chapter_3 + calibration((59, 59.5, 55.7)))  # seed 2: −0.3 under InfoNCE
+    assert result.status == "not reproduced" and result.explanation.startswith("calibration.json, seed 2:")

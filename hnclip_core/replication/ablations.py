@@ -4,8 +4,9 @@
 (``Study.points``); ``python -m hnclip_core.replication.ablations`` (``make ablations``) runs them at
 ``scale="full"`` as papermill grids over ``notebooks/ablation_run`` (:mod:`hnclip_core.replication.batch`, one
 executed notebook and ``run.json`` per point), then :func:`collect` reads the points back by their parameters
-into the sections of :mod:`hnclip_core.replication.scorecard`'s ``measurements`` dict and writes them, with each
-study's run time, to ``results/ablations.json``; chapter 5 draws its tables and figures from that file.
+into one section per study, keyed by the parameters it varies, and writes them, with each study's run time, to
+``results/ablations.json``; chapter 5 draws its tables and figures from that file, and
+:func:`hnclip_core.replication.tidy.read_results` turns it into the scorecard's tidy table.
 
 =================  ==========================================  ==========================================
 study              full scale (reduced: chapter 4)             paper
@@ -136,7 +137,7 @@ def _result(run: Mapping) -> dict:
 
 def slim(data):
     """``data`` with every training result (a dict with ``last`` and ``history``) cut to what the tables and
-    the scorecard read: its config, zero-shot, best and last rows and history (no run folder, no
+    the tidy table read: its config, zero-shot, best and last rows and history (no run folder, no
     diagnostics)."""
     if isinstance(data, Mapping):
         if "last" in data and "history" in data:
@@ -146,7 +147,8 @@ def slim(data):
 
 
 def section(study: str, runs: Sequence[tuple[Mapping, Mapping]]) -> dict:
-    """One study's ``(parameters, result)`` points, keyed the way the scorecard reads them (numbers as strings)."""
+    """One study's ``(parameters, result)`` points, keyed by the parameters it varies (numbers as strings;
+    :data:`hnclip_core.replication.tidy.STUDY_KEYS`)."""
     out: dict = {}
     for p, result in runs:
         if study == "gamma":
@@ -196,7 +198,7 @@ def _point_seconds(folder: Path, entry: Mapping) -> float:
 
 def collect(runs_root: str | Path, studies: Sequence[str] = tuple(STUDIES)) -> dict:
     """Every finished study under ``runs_root`` (one folder per study, as the grid files name them) as the
-    scorecard's sections, plus ``studies``: per study its points, failures and summed seconds."""
+    sections of :func:`section`, plus ``studies``: per study its points, failures and summed seconds."""
     root = Path(runs_root)
     collected: dict = {"studies": {}}
     for study in studies:
@@ -377,7 +379,7 @@ def throughput_table(measured: Mapping, paper: Mapping[str, Mapping[str, float]]
     """Table A3's comparison for every framework: training img/s with InfoNCE and with L_HN as the global term,
     L_HN's time relative to InfoNCE in the same framework, and each framework's InfoNCE time relative to the first
     (Long-CLIP full fine-tuning). ``measured`` is the JSON of ``benchmarks/framework_throughput.py --json``;
-    ``paper`` (framework → objective → img/s, e.g. :data:`hnclip_core.replication.scorecard.PAPER_THROUGHPUT`) adds the
+    ``paper`` (framework → objective → img/s, e.g. :data:`hnclip_core.replication.paper.THROUGHPUT`) adds the
     paper's numbers where it has them."""
     frameworks = measured["frameworks"]
     first = next(iter(frameworks))

@@ -6,10 +6,11 @@ Numbers are formatted here, once, so every notebook prints them the same way: re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 __all__ = [
-    "checks_table", "diagnostics_table", "geometry_table", "markdown_table", "recall_table", "thresholds_table",
+    "diagnostics_table", "geometry_table", "markdown_table", "recall_table", "thresholds_table",
 ]
 
 DIRECTIONS = (("t2i", "T→I"), ("i2t", "I→T"))
@@ -57,18 +58,6 @@ def geometry_table(ours: dict[str, dict], paper: dict[str, dict] | None = None) 
     return markdown_table(["captions (text encoder)", "mean pairwise", "mean hardest companion"], rows)
 
 
-def checks_table(checks: Sequence[dict]) -> str:
-    """The calibration checks (:mod:`hnclip_core.replication.calibration`) as a table: check, value, verdict."""
-
-    def shown(value) -> str:
-        if isinstance(value, dict):
-            return ", ".join(f"{k} {v:.3f}" for k, v in value.items())
-        return f"{value:.3g}"
-
-    rows = [[c["check"], shown(c["value"]), "reproduced" if c["passed"] else "**not reproduced**"] for c in checks]
-    return markdown_table(["claim (threshold)", "measured (mean of seeds)", "verdict"], rows)
-
-
 def thresholds_table(thresholds: Sequence[dict]) -> str:
     """Saturation thresholds per precision (:func:`hnclip_core.replication.saturation.saturation_thresholds` results):
     the cosine margin Δ and logit gap s·Δ at which the loss is solved, exactly 0, and a negative's gradient 0."""
@@ -77,6 +66,11 @@ def thresholds_table(thresholds: Sequence[dict]) -> str:
     rows = [[t["dtype"]] + [f"{t[f'{e}_margin']:.3f} ({t[f'{e}_logit_gap']:.1f})" for e, _ in events]
             for t in thresholds]
     return markdown_table(["precision"] + [f"{label}: Δ (s·Δ)" for _, label in events], rows)
+
+
+def _power_of_ten(value: float) -> str:
+    """``100`` → ``10²``."""
+    return "10" + str(round(math.log10(value))).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
 
 
 def diagnostics_table(diagnostics: Sequence[dict], paper: dict | None = None) -> str:
@@ -89,10 +83,12 @@ def diagnostics_table(diagnostics: Sequence[dict], paper: dict | None = None) ->
              f"{100 * (1 - solved(d, 'hn')):.0f}%", f"{d['median_grad_ratio']:.3g}", f"{d['cosine_mean']:.2f}"]
             for d in diagnostics]
     if paper is not None:
+        low, high = (_power_of_ten(r) for r in paper["grad_ratio_range"])
         rows.append(["paper (Long-CLIP-L, DOCCI)", paper["measurements"],
                      f"{100 * paper['solved_clip_first_epoch']:.0f}% (epoch 1)",
                      f"{100 * paper['grad_zero_clip']:.0f}%",
-                     f"≥ {100 * paper['active_hn_min']:.0f}%", "10²–10⁶", "0.58 (median)"])
+                     f"≥ {100 * paper['active_hn_min']:.0f}%", f"{low}–{high}",
+                     f"{paper['cosine_median']:.2f} (median)"])
     header = ["epoch", "measured steps", "micro-batches at L_CLIP < 1e-3", "∇L_CLIP = 0",
               "micro-batches at L_HN ≥ 1e-3", "median ‖∇L_HN‖/‖∇L_CLIP‖", "mean cos(∇L_CLIP, ∇L_HN)"]
     return markdown_table(header, rows)
