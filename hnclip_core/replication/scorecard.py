@@ -225,12 +225,12 @@ def _fine_tuning(rows: Table, compare: Callable[[Table], tuple[bool, dict, str]]
         raise NotMeasured("no hn+tok run of chapter 3's recipe (fine_tuning.json or the calibration)")
     results = [(f"{source}, seed {seed}", *compare(rows.where(source=source, seed=seed))) for source, seed in runs]
 
-    def label(name, text):
-        return f"{name}: {text}" if len(runs) > 1 else text
-
-    ours = {label(name, k): v for name, _, numbers, _ in results for k, v in numbers.items()}
+    if len(results) == 1:
+        return results[0][1:]
+    ours = {"runs": [name for name, *_ in results],
+            **{key: [numbers[key] for _, _, numbers, _ in results] for key in results[0][2]}}
     failed = [r for r in results if not r[1]]
-    return not failed, ours, "; ".join(label(name, why) for name, _, _, why in failed or results)
+    return not failed, ours, "; ".join(f"{name}: {why}" for name, _, _, why in failed or results)
 
 
 #: Chapter 3's recipe: its fine_tuning run and the calibration's seeds (the same recipe, three seeds).
@@ -278,14 +278,14 @@ def _first_epoch(rows, sigma):
             raise NotMeasured("no baseline run (clip or tok)")
         strongest = max(finals, key=finals.get)
         gap = first - finals[strongest]
-        ours = {"hn+tok epoch 1 avg R@1": first, f"{strongest} last avg R@1": finals[strongest]}
+        ours = {"hn+tok at epoch 1 / strongest baseline at the last, avg R@1": [first, finals[strongest]]}
         return _above(gap, -sigma("mean_r1")), ours, \
             f"hn+tok at epoch 1 − {strongest} at the last {gap:+.2f} vs −σ {-sigma('mean_r1'):.2f}"
     return _fine_tuning(rows, compare)
 
 
 #: Table 3a's γ sweep: the in-domain plateau γ ∈ [0.25, 1] (γ = 0 is L_tok alone).
-PLATEAU = [float(r.setting.removeprefix("γ=")) for r in paper.table("3a").rows if r.setting and r.setting != "γ=0"]
+PLATEAU = sorted({float(r.setting.removeprefix("γ=")) for r in paper.table("3a").rows if r.setting != "γ=0"})
 _IN_PLATEAU = dict(gamma=lambda g: min(PLATEAU) - _EPS <= g <= max(PLATEAU) + _EPS)
 
 
