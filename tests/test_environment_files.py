@@ -35,6 +35,7 @@ CONDA_FORGE_NAMES = {
     "papermill": {"papermill"},
     "pyyaml": {"pyyaml"},
     "jsonschema": {"jsonschema"},
+    "psutil": {"psutil"},
 }
 # On Binder the CPU-only build stands for pytorch.
 BINDER_EXTRA_NAMES = {"torch": {"pytorch-cpu"}}

@@ -59,7 +59,7 @@ def geometry_table(ours: dict[str, dict], paper: dict[str, dict] | None = None) 
 
 
 def thresholds_table(thresholds: Sequence[dict]) -> str:
-    """Saturation thresholds per precision (:func:`hnclip_core.replication.saturation.saturation_thresholds` results):
+    """Saturation thresholds per precision (chapter 2's `saturation_thresholds` results):
     the cosine margin Δ and logit gap s·Δ at which the loss is solved, exactly 0, and a negative's gradient 0."""
     events = (("solved", "loss < 1e-3"), ("loss_zero", "loss exactly 0"),
               ("negative_grad_zero", "negative's gradient exactly 0"))
