@@ -122,18 +122,12 @@ class TrainConfig:
         None, "benchmark evaluated on, for transfer (e.g. vg → urban1k); default: the training dataset"
     )
     eval_data_root: str | None = _option(None, "folder of eval_dataset (default: data_root if eval_dataset is unset)")
-    train_fraction: float = _option(
-        1.0,
-        "share of the training pairs used; the same subset for every method at a given seed (Fig. "
-        "6)",
-    )
+    train_fraction: float = _option(1.0, "share of the training pairs used, the same for every method (Fig. 6)")
     # objective (Eq. 1–3, Table 3): γ = λ = 0 is InfoNCE, λ = 0 is L_HN, both > 0 is HN-CLIP
     gamma: float = _option(0.5, "boost strength γ of Eq. 2 (0: InfoNCE's logits)")
     token_weight: float = _option(1.0, "λ of Eq. 3, the weight of L_tok (0: no token term)")
     margin_source: str = _option(
-        "recomputed",
-        "Ḡ from the live text encoder (recomputed) or from a frozen copy of the initial one "
-        "(frozen, Table 3c)",
+        "recomputed", "Ḡ from the live text encoder (recomputed) or a frozen copy of the initial one (frozen, Table 3c)"
     )
     logit_scale: float | None = _option(
         None,
@@ -148,9 +142,7 @@ class TrainConfig:
     micro_batch_size: int = _option(16, "pairs per forward pass and process (paper: 16, one process)")
     accumulation_steps: int = _option(8, "micro-batches per optimizer step (paper: 8, effective batch 128)")
     accumulation: str = _option(
-        "naive",
-        "naive (each micro-batch its own contrastive batch) or cached (the full effective batch's "
-        "negatives)",
+        "naive", "naive (each micro-batch its own contrastive batch) or cached (the effective batch's negatives)"
     )
     # run
     seed: int = _option(0, "seed of initialisation, data subset and batch order")

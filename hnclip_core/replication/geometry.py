@@ -33,6 +33,7 @@ pairwise values returned for histograms are either every unordered pair (when th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -197,8 +198,7 @@ class CaptionGeometry:
             "num_captions": self.num_captions,
             "mean_pairwise": float(self.mean_pairwise),
             "mean_hardest": float(self.mean_hardest),
-            "fraction_at_least": {f"{t:g}": float(v) for t, v in self.fraction_at_least.items()},
-            "bucket_fractions": {label: float(v) for label, v in self.bucket_fractions.items()},
+            **_hardness_shares(self.fraction_at_least, self.bucket_fractions),
             "num_pairwise_values": int(self.pairwise_similarities.numel()),
             "pairwise_is_sample": bool(self.pairwise_is_sample),
         }
@@ -288,13 +288,15 @@ class InBatchHardness:
     bucket_fractions: dict[str, float]
 
     def as_dict(self) -> dict:
-        return {
-            "batch_size": self.batch_size,
-            "num_batches": self.num_batches,
-            "num_negatives": self.num_negatives,
-            "fraction_at_least": {f"{t:g}": float(v) for t, v in self.fraction_at_least.items()},
-            "bucket_fractions": {label: float(v) for label, v in self.bucket_fractions.items()},
-        }
+        return dataclasses.asdict(self) | _hardness_shares(self.fraction_at_least, self.bucket_fractions)
+
+
+def _hardness_shares(fraction_at_least: dict[float, float], bucket_fractions: dict[str, float]) -> dict:
+    """The threshold and bucket shares of a geometry summary, JSON-ready (thresholds as ``"0.9"``)."""
+    return {
+        "fraction_at_least": {f"{t:g}": float(v) for t, v in fraction_at_least.items()},
+        "bucket_fractions": {label: float(v) for label, v in bucket_fractions.items()},
+    }
 
 
 def _epoch_batches(n: int, batch_size: int, num_batches: int, generator: torch.Generator) -> Iterator[torch.Tensor]:

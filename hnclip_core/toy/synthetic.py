@@ -93,12 +93,8 @@ OBJECT_COLOURS: dict[str, tuple[int, int, int]] = {
     "black": (20, 20, 20),
 }
 BACKGROUND_COLOURS: dict[str, tuple[int, int, int]] = {
-    "light gray": (200, 200, 200),
-    "beige": (225, 205, 165),
-    "pale blue": (175, 205, 235),
-    "pale green": (185, 225, 185),
-    "dark gray": (70, 70, 70),
-    "navy": (30, 35, 80),
+    "light gray": (200, 200, 200), "beige": (225, 205, 165), "pale blue": (175, 205, 235),
+    "pale green": (185, 225, 185), "dark gray": (70, 70, 70), "navy": (30, 35, 80),
 }
 BACKGROUND_PATTERNS = ("plain", "ground", "stripes")
 #: An object colour is allowed on a background only if it is at least this far (RGB Euclidean) from
@@ -632,14 +628,21 @@ def relation_sentences(scene: Scene, template_choice: TemplateChoice, templates:
     return sentences
 
 
+def describe_objects(
+    scene: Scene, template_choice: TemplateChoice, templates: Sequence[str], regions: dict[str, str]
+) -> tuple[str, ...]:
+    """One sentence per object, in slot order, each in its chosen template of ``templates``."""
+    return tuple(
+        template_at(templates, template).format(**object_fields(obj, regions))
+        for obj, template in zip(scene.objects, template_choice.objects, strict=True)
+    )
+
+
 def describe_dense(scene: Scene, template_choice: TemplateChoice) -> SceneDescription:
     """Intro, background, every object in slot order, relations, closing: DOCCI-like flowing prose."""
     count = NUMBER_WORDS[len(scene.objects)]
     bg = scene.background.colour
-    object_sentences = tuple(
-        template_at(DENSE_OBJECTS, template).format(**object_fields(obj, DENSE_REGION))
-        for obj, template in zip(scene.objects, template_choice.objects, strict=True)
-    )
+    object_sentences = describe_objects(scene, template_choice, DENSE_OBJECTS, DENSE_REGION)
     sentences = [
         template_at(DENSE_INTROS, template_choice.intro).format(count=count, bg=bg),
         template_at(DENSE_BACKGROUNDS[scene.background.pattern], template_choice.background).format(bg=bg),
@@ -654,10 +657,7 @@ def describe_dense_alt(scene: Scene, template_choice: TemplateChoice) -> SceneDe
     """The same content in another voice: objects in reverse slot order, relations, background last."""
     count = NUMBER_WORDS[len(scene.objects)]
     bg = scene.background.colour
-    object_sentences = tuple(
-        template_at(ALT_OBJECTS, template).format(**object_fields(obj, ALT_REGION))
-        for obj, template in zip(scene.objects, template_choice.objects, strict=True)
-    )
+    object_sentences = describe_objects(scene, template_choice, ALT_OBJECTS, ALT_REGION)
     sentences = [
         template_at(ALT_INTROS, template_choice.intro).format(count=count, Count=capitalise(count), bg=bg),
         *reversed(object_sentences),

@@ -34,6 +34,15 @@ def show(fig: Figure) -> None:
     display(fig, include=["image/png"])
 
 
+def finish_axes(ax, legend_fontsize: int | None = 8, **labels: str) -> None:
+    """Set ``ax``'s labels (``xlabel=``, ``ylabel=``, ``title=``), a light grid and, unless ``legend_fontsize``
+    is None, a legend: the finish every line chart of the chapters shares."""
+    ax.set(**labels)
+    ax.grid(alpha=0.3)
+    if legend_fontsize is not None:
+        ax.legend(fontsize=legend_fontsize)
+
+
 def save_figure(fig: Figure, directory: str | Path | None, name: str, dpi: int = 120) -> Path | None:
     """Write ``fig`` to ``directory/name.png`` (folders created); nothing is written if ``directory`` is None."""
     if directory is None:

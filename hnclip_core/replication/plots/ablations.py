@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
+from . import finish_axes
 from .training import method_colour, method_name
 
 __all__ = ["plot_margin_annealing", "plot_plug_and_play", "plot_sample_efficiency", "plot_seed_convergence",
@@ -44,11 +45,8 @@ def plot_margin_annealing(runs: Mapping[str, Mapping]) -> Figure:
         ax.plot(epochs, applied, marker="o", color=colour, label=f"{name}: Ḡ applied{logits}")
         if frozen:
             ax.plot(epochs, live, linestyle="--", color=colour, alpha=0.6, label=f"{name}: its live encoder")
-    ax.set_xlabel("fine-tuning epoch (0 = before)")
-    ax.set_ylabel("mean off-diagonal Ḡ (test captions)")
-    ax.set_title("Ḡ per epoch: a recomputed margin relaxes as captions separate")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    finish_axes(ax, 7, xlabel="fine-tuning epoch (0 = before)", ylabel="mean off-diagonal Ḡ (test captions)",
+                title="Ḡ per epoch: a recomputed margin relaxes as captions separate")
     fig.tight_layout()
     return fig
 
@@ -72,11 +70,8 @@ def plot_sample_efficiency(fractions: Mapping[str, Mapping[str, Mapping]], refer
     ax.axhline(zero_shot, linestyle="--", color=method_colour("zero-shot", 0), linewidth=1, label="zero-shot")
     ax.set_xscale("log")
     ax.set_xticks(x, [f"{v:g} %" for v in x])
-    ax.set_xlabel("share of the training set (same subsets for every method)")
-    ax.set_ylabel("average R@1 (%)")
-    ax.set_title("Sample efficiency")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    finish_axes(ax, xlabel="share of the training set (same subsets for every method)", ylabel="average R@1 (%)",
+                title="Sample efficiency")
     fig.tight_layout()
     return fig
 
@@ -134,11 +129,8 @@ def plot_temperature_grid(temperature: Mapping[str, Mapping[str, Mapping]]) -> F
             line_ax.axhline(temperature[s]["0"]["last"]["mean_r1"], linestyle=":", color=method_colour(f"s={s}", index),
                             linewidth=1)
     line_ax.set_xscale("log")
-    line_ax.set_xlabel("s·γ (the boost's scale in logits per unit of Ḡ)")
-    line_ax.set_ylabel("average R@1 (%)")
-    line_ax.set_title("against the product (dotted: γ = 0 at that s)")
-    line_ax.grid(alpha=0.3)
-    line_ax.legend(fontsize=8)
+    finish_axes(line_ax, xlabel="s·γ (the boost's scale in logits per unit of Ḡ)", ylabel="average R@1 (%)",
+                title="against the product (dotted: γ = 0 at that s)")
     fig.tight_layout()
     return fig
 

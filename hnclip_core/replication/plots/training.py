@@ -13,7 +13,7 @@ import matplotlib
 from matplotlib.figure import Figure
 
 from ..experiment import OBJECTIVES
-from . import METHOD_COLOURS
+from . import METHOD_COLOURS, finish_axes
 
 __all__ = ["method_colour", "method_name", "plot_convergence", "plot_metric_sweep"]
 
@@ -52,10 +52,7 @@ def plot_convergence(results: dict[str, dict], paper_mean_r1: dict[str, float] |
     ax_mean.set_title("average R@1 per epoch (epoch 0 = zero-shot)")
     ax_dir.set_title("R@1 per direction")
     for ax in (ax_mean, ax_dir):
-        ax.set_xlabel("fine-tuning epoch")
-        ax.set_ylabel("Recall@1 (%)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        finish_axes(ax, 7, xlabel="fine-tuning epoch", ylabel="Recall@1 (%)")
     fig.tight_layout()
     return fig
 
@@ -74,10 +71,6 @@ def plot_metric_sweep(
                     label=method_name(label))
     for index, (label, value) in enumerate((baseline or {}).items()):
         ax.axhline(value, linestyle=":", color=method_colour(label, index + len(series)), label=method_name(label))
-    ax.set_xlabel(x_label)
-    ax.set_ylabel(y_label)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    finish_axes(ax, xlabel=x_label, ylabel=y_label, title=title)
     fig.tight_layout()
     return fig
