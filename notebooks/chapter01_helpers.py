@@ -250,7 +250,9 @@ def plot_caption_similarity(
          "(b) each caption's hardest negative"),
     )
     for ax, values, mean, key, title in panels:
-        ax.hist(np.asarray(values, dtype=float), bins=60, range=(-0.2, 1.0), color="#4c72b0", alpha=0.85)
+        counts, _, _ = ax.hist(np.asarray(values, dtype=float), bins=60, range=(-0.2, 1.0), color="#4c72b0",
+                               alpha=0.85)
+        ax.set_ylim(0, 1.3 * counts.max())  # headroom: the legend sits above the tallest bar, wherever it is
         ax.axvline(mean, color="black", linestyle=":", label=f"{label}: mean {mean:.2f}")
         for n, stats in enumerate((paper or {}).values()):
             ax.axvline(stats[key], color="grey", linestyle="--", linewidth=0.8,

@@ -898,6 +898,8 @@ def boost_explorer_widget(image_features, text_features, gamma: float = 0.5, log
         draw,
         {"manual": True, "manual_name": "draw"},
         gamma=widgets.FloatSlider(value=gamma, min=0.0, max=1.0, step=0.05, description="γ"),
-        logit_scale=widgets.FloatSlider(value=logit_scale, min=5.0, max=100.0, step=5.0, description="s"),
+        # step 0.1: the slider starts at the model's own s (e.g. 78.1), not at the nearest multiple of a coarser step
+        logit_scale=widgets.FloatSlider(value=logit_scale, min=5.0, max=100.0, step=0.1, readout_format=".1f",
+                                        description="s"),
         row=widgets.IntSlider(value=0, min=0, max=len(image_features) - 1, description="query"),
     )
