@@ -51,8 +51,9 @@ notebook-test: $(STAMP)
 tutorial: $(STAMP)
 	$(BIN)/python -m hnclip_core.replication.tutorial --output-dir runs/tutorial
 
-# Every ablation study of the paper as a papermill grid (ablations/*.yaml) over notebooks/ablation_run, at
-# full scale on the embedded default; completed points are skipped, so an interrupted run continues.
+# Every ablation study of the paper (hnclip_core.replication.ablations.STUDIES) as a papermill grid over
+# notebooks/ablation_run, at full scale on the embedded default; completed points are skipped, so an interrupted
+# run continues.
 # Collected into results/ablations.json, which chapter 5 draws. Pass STUDIES="gamma seeds" to run some.
 ablations: $(STAMP)
 	$(BIN)/python -m hnclip_core.replication.ablations $(STUDIES)

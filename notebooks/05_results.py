@@ -45,6 +45,7 @@ from hnclip_core.replication.plots.training import plot_convergence, plot_metric
 from hnclip_core.replication.report import diagnostics_table, geometry_table, recall_table
 from hnclip_core.replication.scorecard import CALIBRATION, calibration_view, claims_table, judge, scorecard_table
 from hnclip_core.replication.tidy import read_results
+from hnclip_core.toy.model import shipped_toy_path
 
 exp = Experiment(output_dir=output_dir, progress=False)
 geometry = exp.load_json("geometry")
@@ -119,18 +120,21 @@ display(Markdown(scorecard_table(calibration_view(results))))
 
 # %% [markdown]
 # ## 6. The ablation studies at full scale (`make ablations`)
-# Every study of the paper as a papermill grid over `notebooks/ablation_run` (`ablations/*.yaml`): full
-# training set, 3 epochs (chapter 3's recipe), effective batch 128, seed 0 unless the study varies it, last
-# epoch reported. The numbers are the committed `results/ablations.json`; `make ablations` recomputes it
-# (time per study below, measured on 2 CPU cores).
-#
-# **Which toy.** These grids were run on the *previous* toy Long-CLIP (recipe `5c9f686ac3`, pretrained on one
-# caption voice, which did not saturate: `results/README.md`), not on the toy shipped now that chapters 1–3
-# and section 5 use. They are re-run on the shipped toy with `make ablations`; until then read them as the
-# record of that earlier model, and the scorecard's ablation claims (section 7) as judged on it.
+# Every study of the paper (`hnclip_core.replication.ablations.STUDIES`) as a papermill grid over
+# `notebooks/ablation_run`: full training set, 3 epochs (chapter 3's recipe), effective batch 128, seed 0 unless
+# the study varies it, last epoch reported. The numbers are the committed `results/ablations.json`;
+# `make ablations` recomputes it (time per study below, measured on 2 CPU cores). The last column names the
+# model every point was fine-tuned from, and the line under the table says whether that is the toy shipped now.
 
 # %%
 display(Markdown(studies.timing_table(grids["studies"])))
+shipped = shipped_toy_path().name
+grid_models = sorted({study.get("checkpoint") or "not recorded" for study in grids["studies"].values()})
+if grid_models == [shipped]:
+    print(f"Every grid was fine-tuned from the toy shipped now, {shipped}.")
+else:
+    print(f"The grids were fine-tuned from {', '.join(grid_models)}, not from the toy shipped now ({shipped}): "
+          "re-run `make ablations` before reading them, and section 7's ablation claims, as results of this toy.")
 
 # %% [markdown]
 # ### (a) Boost strength γ (Table 3a, Table A6)

@@ -77,7 +77,8 @@ def result(mean, epochs=2, **config):
     rows = [{"epoch": e, "t2i_r1": mean - 2 + e, "i2t_r1": mean - 2 + e, "mean_r1": mean - 2 + e,
              **{f"{d}_r{k}": 50.0 for d in ("t2i", "i2t") for k in (5, 10, 25, 50)},
              "caption_mean_similarity": 0.6 - 0.05 * e, "logit_scale": 100.0} for e in range(epochs + 1)]
-    return {"config": {"gamma": 0.5, "margin_source": "recomputed", "logit_scale": None, **config},
+    return {"config": {"checkpoint": "/models/toy-longclip-0123456789.pt", "gamma": 0.5, "margin_source": "recomputed",
+                       "logit_scale": None, **config},
             "zero_shot": rows[0], "best": rows[-1], "last": rows[-1], "history": rows}
 
 
@@ -185,7 +186,8 @@ def test_tables_and_figures(grids):
     assert lines[0].startswith("| synthetic → synthetic (in-domain) | zero-shot |")
     assert any(line.startswith("| synthetic → synthetic-alt | HN-CLIP |") for line in lines)
     assert "(s·γ 25)" in temperature_table(collected["temperature"])
-    assert "| total |" in timing_table(collected["studies"])
+    timing = timing_table(collected["studies"])
+    assert "| total |" in timing and "| `toy-longclip-0123456789.pt` |" in timing  # which model, by file name
     table = plug_and_play_table(collected["plug_and_play"])
     assert "| lora | 18.0 |" in table and "| + L_HN | 19.0 |" in table and "| Δ | +1.0 |" in table
     for fig in (plot_margin_annealing(collected["margin_source"]),

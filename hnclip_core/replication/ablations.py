@@ -213,6 +213,8 @@ def collect(runs_root: str | Path, studies: Sequence[str] = tuple(STUDIES)) -> d
             "failed": [e["name"] for e in summary if e["status"] == "failed"],
             "seconds": round(sum(_point_seconds(folder, e) for e in summary), 1),
             "parameters": runs[0]["parameters"] if runs else {},
+            # the model every point started from, by file name: which toy a committed grid describes
+            "checkpoint": Path(runs[0]["result"]["config"]["checkpoint"]).name if runs else None,
         }
         if not runs:
             continue
@@ -399,12 +401,13 @@ def throughput_table(measured: Mapping, paper: Mapping[str, Mapping[str, float]]
 
 
 def timing_table(studies: Mapping[str, Mapping]) -> str:
-    """Points and summed seconds of each study (what ``make ablations`` took, per grid)."""
+    """Points, summed seconds and starting model of each study (what ``make ablations`` took, per grid)."""
     rows = [[name, f"{s['completed']}/{s['points']}", f"{s['seconds'] / 60:.1f}",
-             ", ".join(s["failed"]) or "–"] for name, s in studies.items()]
+             ", ".join(s["failed"]) or "–", f"`{s.get('checkpoint') or 'not recorded'}`"]
+            for name, s in studies.items()]
     total = sum(s["seconds"] for s in studies.values())
-    rows.append(["total", "", f"{total / 60:.1f}", ""])
-    return markdown_table(["study", "points done", "minutes", "failed points"], rows)
+    rows.append(["total", "", f"{total / 60:.1f}", "", ""])
+    return markdown_table(["study", "points done", "minutes", "failed points", "fine-tuned from"], rows)
 
 
 def build_parser() -> argparse.ArgumentParser:
