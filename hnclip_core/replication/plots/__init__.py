@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 #: Colours used for the same method in every figure.
 METHOD_COLOURS = {
@@ -34,10 +35,13 @@ def show(fig: Figure) -> None:
     display(fig, include=["image/png"])
 
 
-def finish_axes(ax, legend_fontsize: int | None = 8, **labels: str) -> None:
+def finish_axes(ax, legend_fontsize: int | None = 8, integer_x: bool = False, **labels: str) -> None:
     """Set ``ax``'s labels (``xlabel=``, ``ylabel=``, ``title=``), a light grid and, unless ``legend_fontsize``
-    is None, a legend: the finish every line chart of the chapters shares."""
+    is None, a legend: the finish every line chart of the chapters shares. ``integer_x``: ticks only at whole
+    numbers (epochs)."""
     ax.set(**labels)
+    if integer_x:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     if legend_fontsize is not None:
         ax.legend(fontsize=legend_fontsize)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from . import finish_axes
 from .training import method_colour, method_name
@@ -45,7 +46,8 @@ def plot_margin_annealing(runs: Mapping[str, Mapping]) -> Figure:
         ax.plot(epochs, applied, marker="o", color=colour, label=f"{name}: Ḡ applied{logits}")
         if frozen:
             ax.plot(epochs, live, linestyle="--", color=colour, alpha=0.6, label=f"{name}: its live encoder")
-    finish_axes(ax, 7, xlabel="fine-tuning epoch (0 = before)", ylabel="mean off-diagonal Ḡ (test captions)",
+    finish_axes(ax, 7, integer_x=True, xlabel="fine-tuning epoch (0 = before)",
+                ylabel="mean off-diagonal Ḡ (test captions)",
                 title="Ḡ per epoch: a recomputed margin relaxes as captions separate")
     fig.tight_layout()
     return fig
@@ -94,6 +96,7 @@ def plot_seed_convergence(seeds: Mapping[str, Mapping[str, Mapping]]) -> Figure:
             ax.fill_between(epochs, mean - std, mean + std, color=colour, alpha=0.2)
         ax.set_title(title)
         ax.set_xlabel("fine-tuning epoch (0 = zero-shot)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("Recall@1 (%), mean ± std over seeds")
     axes[0].legend(fontsize=8)

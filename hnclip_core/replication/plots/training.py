@@ -52,7 +52,7 @@ def plot_convergence(results: dict[str, dict], paper_mean_r1: dict[str, float] |
     ax_mean.set_title("average R@1 per epoch (epoch 0 = zero-shot)")
     ax_dir.set_title("R@1 per direction")
     for ax in (ax_mean, ax_dir):
-        finish_axes(ax, 7, xlabel="fine-tuning epoch", ylabel="Recall@1 (%)")
+        finish_axes(ax, 7, integer_x=True, xlabel="fine-tuning epoch", ylabel="Recall@1 (%)")
     fig.tight_layout()
     return fig
 
