@@ -470,10 +470,11 @@ print(exp.save_json("saturation", {
 # above 10⁻³ on every one of them — the saturation of §2.4, now measured rather than constructed. Two of the
 # paper's gradient observations are *not* reproduced at this scale: no fp32 gradient is ever exactly zero
 # (section 3: that needs a cosine margin above 1, or half precision), and the boosted gradient is larger but
-# nearly orthogonal to InfoNCE's (cosine ≈ 0, the paper: 0.47) with a median ratio just below the paper's 10²
-# floor. Panel (d) shows the price of fine-tuning this toy at all: its held-out error *rises* in these two
-# short epochs — chapter 3 measures how much each loss loses, and `results/README.md` the learning rates
-# tried. With `backbone` set to longclip-L.pt and `dataset="docci"` this chapter measures the real thing.
+# nearly orthogonal to InfoNCE's (mean cosine ≈ 0; the paper: mean 0.47 in Fig. 4, median 0.58 in Fig. A8)
+# with a median ratio just below the paper's 10² floor. Panel (d) shows the price of fine-tuning this toy at
+# all: its held-out error *rises* in these two short epochs — chapter 3 measures how much each loss loses, and
+# `results/README.md` the learning rates tried. With `backbone` set to longclip-L.pt and `dataset="docci"` this
+# chapter measures the real thing.
 
 # %% [markdown]
 # ## Exercises

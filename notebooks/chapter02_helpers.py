@@ -63,6 +63,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from hnclip_core.diagnostics import GradientMeasurement
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, caption_margin
@@ -872,6 +873,7 @@ def plot_gradient_dynamics(measurements: list, history: list[dict] | None = None
         order = np.argsort(epochs, kind="stable")
         ax_err.plot(epochs[order], error[order], marker="o", color=hn_colour)
         ax_err.set_xlabel("epoch")
+        ax_err.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax_err.set_ylabel("held-out error, 100 − mean R@1 (%)")
     else:
         ax_err.text(0.5, 0.5, "no held-out evaluation history given", ha="center", va="center",
