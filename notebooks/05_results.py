@@ -49,20 +49,14 @@ from hnclip_core.replication.tidy import read_results
 from hnclip_core.toy.model import shipped_toy_path
 
 exp = Experiment(output_dir=output_dir, progress=False)
-
-
-def chapter_results(name: str, chapter: int) -> dict | None:
-    """What chapter ``chapter`` wrote to ``output_dir`` as ``name.json``, or None (said) if it has not run there."""
-    if (exp.output_path / f"{name}.json").is_file():
-        return exp.load_json(name)
-    print(f"section {chapter}: no {name}.json in {exp.output_path} — run chapter {chapter} to see it here")
-    return None
-
-
-geometry = chapter_results("geometry", 1)
-saturation = chapter_results("saturation", 2)
-fine_tuning = chapter_results("fine_tuning", 3)
-ablations = chapter_results("ablations", 4)
+# What chapters 1–4 wrote to output_dir (None where a chapter has not run there: its section is left out).
+chapter_files = {1: "geometry", 2: "saturation", 3: "fine_tuning", 4: "ablations"}
+found = {n: exp.load_json(name) if (exp.output_path / f"{name}.json").is_file() else None
+         for n, name in chapter_files.items()}
+geometry, saturation, fine_tuning, ablations = found.values()
+missing = ", ".join(str(n) for n, data in found.items() if data is None)
+print(f"not run in output_dir: chapter(s) {missing}; their sections are left out" if missing
+      else "results of chapters 1–4 found: sections 1–4 show them")
 calibration = json.loads((Path(results_dir) / "calibration.json").read_text())
 grids = json.loads((Path(results_dir) / "ablations.json").read_text())
 throughput = json.loads((Path(results_dir) / "framework_throughput.json").read_text())
