@@ -9,7 +9,6 @@ from collections.abc import Mapping
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from . import finish_axes
 from .training import method_colour, method_name
@@ -94,10 +93,7 @@ def plot_seed_convergence(seeds: Mapping[str, Mapping[str, Mapping]]) -> Figure:
             colour = method_colour(method, index)
             ax.plot(epochs, mean, marker="o", color=colour, label=f"{method_name(method)} ({len(histories)} seeds)")
             ax.fill_between(epochs, mean - std, mean + std, color=colour, alpha=0.2)
-        ax.set_title(title)
-        ax.set_xlabel("fine-tuning epoch (0 = zero-shot)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(alpha=0.3)
+        finish_axes(ax, None, integer_x=True, title=title, xlabel="fine-tuning epoch (0 = zero-shot)")
     axes[0].set_ylabel("Recall@1 (%), mean ± std over seeds")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
