@@ -98,7 +98,9 @@ class PairDataset(torch.utils.data.Dataset):
         self.tokenizer = tokenizer
         captions = [p.caption for p in self.pairs]
         self.tokens = tokenizer(captions) if captions else torch.zeros(0, tokenizer.context_length, dtype=torch.long)
-        self.num_truncated = count_truncated(captions, tokenizer)
+        # Only a sequence that fills the context can have been cut: re-encode just those to count truncation.
+        self.num_truncated = count_truncated([c for c, ids in zip(captions, self.tokens, strict=True) if ids[-1]],
+                                             tokenizer)
         if self.num_truncated:
             log.warning(
                 "%d of %d captions exceed %d tokens and were truncated",
