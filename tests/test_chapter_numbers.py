@@ -44,6 +44,8 @@ def test_tolerance_is_three_seed_deviations_with_a_floor():
                                                                                        "solved_hn": 0.0}]}
         return {"clip": entry, "hn+tok": entry}
 
-    spread = tolerances({"runs": [run(40.0, 0.5), run(42.0, 0.5), run(44.0, 0.5)]})
-    assert spread["recall"] == pytest.approx(6.0) and spread["share"] == 0.01
-    assert kind("saturation/x/solved_hn") == "share" and kind("fine_tuning/x/mean_r1") == "recall"
+    spread = tolerances({"runs": [run(40.0, 0.4), run(42.0, 0.5), run(44.0, 0.6)]})
+    assert spread["recall"] == pytest.approx(6.0)
+    assert spread["solved_clip"] == pytest.approx(0.3) and spread["solved_hn"] == 0.01  # each share its own spread
+    assert spread["micro_solved_clip"] == 0.01  # not measured by the calibration: the floor of one printed unit
+    assert kind("saturation/x/solved_hn") == "solved_hn" and kind("fine_tuning/x/mean_r1") == "recall"
