@@ -17,10 +17,8 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Reinstall when the package metadata changes; the editable install picks up code changes by itself.
-# --no-compile: byte-compiling every installed module (torch's thousands) doubles the install (≈ 95 s → 50 s on
-# 2 cores); Python compiles what is imported, once, on first import.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
