@@ -9,8 +9,8 @@
 # %% [markdown] tags=[]
 # # Chapter 4 — Ablations: γ, the loss components, where Ḡ comes from, and four more studies
 #
-# *Replicates, at reduced scale, Table 3 (a–c) and Tables A2, A5, A6, A10 of HN-CLIP (arXiv 2608.18521); draws
-# Fig. 6, Tables A8, A9 and App. B.2 from the full grids of `make ablations`.*
+# *Replicates, at reduced scale, Table 3 (a, b) and Tables A5, A6, A10 of HN-CLIP (arXiv 2608.18521); draws
+# Table 3c, Tables A2, A8, A9, Fig. 6 and App. B.2 from the full grids of `make ablations`.*
 #
 # Three questions, each answered by changing one thing and keeping the rest of the recipe fixed:
 #
@@ -25,17 +25,17 @@
 # and four more: **(d)** sample efficiency (Fig. 6), **(e)** seeds (Table A8), **(f)** cross-domain transfer
 # (Table A10) and **(g)** temperature × γ (App. B.2).
 #
-# **Scale.** So that the chapter runs in a few minutes, it trains the three studies of the paper's Table 3 —
-# (a), (b), (c) — here, each configuration on a quarter of the training set for 2 epochs (six runs of about
-# 20 s on 2 CPU cores; (f) re-evaluates three of them). At that scale differences of a point or two are within
-# seed noise, and the fine-tuned models may all still sit *below* the zero-shot model: the first steps at the
-# toy's learning rate disturb the pre-trained alignment before they improve it (chapter 3 shows the recovery
-# over epochs). Compare the configurations with each other, not with zero-shot.
+# **Scale.** So that the chapter runs in a couple of minutes, it trains the two knobs of the loss — (a) and (b) —
+# here, each configuration on a quarter of the training set for 2 epochs (five runs of about 20 s on 2 CPU cores;
+# (f) re-evaluates three of them). At that scale differences of a point or two are within seed noise, and the
+# fine-tuned models may all still sit *below* the zero-shot model: the first steps at the toy's learning rate
+# disturb the pre-trained alignment before they improve it (chapter 3 shows the recovery over epochs). Compare the
+# configurations with each other, not with zero-shot.
 #
-# Sections (d), (e) and (g) would need ten more runs (about 3½ minutes), so by default they *read* the full
+# Sections (c), (d), (e) and (g) would need eleven more runs (about 4 minutes), so by default they *read* the full
 # grids that `make ablations` ran (all values, full data, 3 epochs; `results/ablations.json`, the grids chapter
 # 5 sets beside the paper); the line under each section's heading says which. Name them in `trained_here`
-# (`"fractions"`, `"seeds"`, `"temperature"`) to train their reduced grids here instead.
+# (`"margin_source"`, `"fractions"`, `"seeds"`, `"temperature"`) to train their reduced grids here instead.
 
 # %% tags=["parameters"]
 backbone = "toy"  # "toy" or the path of a Long-CLIP checkpoint (longclip-L.pt)
@@ -53,7 +53,7 @@ micro_batch_size = 16
 accumulation_steps = 8  # effective batch 128, as in the paper
 transfer_dataset = "synthetic-alt"  # (f) evaluated on this benchmark; None skips (f)
 transfer_data_root = None
-trained_here = None  # studies trained here; None: (a)–(c) at the embedded default (full grids committed), else all
+trained_here = None  # studies trained here; None: (a), (b) at the embedded default (full grids committed), else all
 results_dir = "../results"  # the committed full grids (results/ablations.json) read for the studies not trained here
 output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks
 interactive = True  # progress bars; papermill batch runs pass False
@@ -91,7 +91,7 @@ CHAPTER_STUDIES = ("gamma", "components", "margin_source", "fractions", "seeds",
 embedded_default = (backbone, dataset, eval_dataset, lr, micro_batch_size, accumulation_steps, seed) == (
     "toy", "synthetic", None, None, 16, 8, 0)
 if trained_here is None:
-    trained_here = CHAPTER_STUDIES[:3] if embedded_default and scale == "reduced" else CHAPTER_STUDIES
+    trained_here = CHAPTER_STUDIES[:2] if embedded_default and scale == "reduced" else CHAPTER_STUDIES
 read_here = [name for name in CHAPTER_STUDIES if name not in trained_here]
 if read_here and not embedded_default:
     raise ValueError("the committed full grids are the toy's, on synthetic data, at this chapter's default recipe: "
@@ -249,15 +249,15 @@ print(exp.save_json("ablations", studies.slim({
 # %% [markdown] tags=[]
 # **Reading the results.** At this reduced scale (a quarter of the data, 2 epochs, one seed) a difference of one
 # or two points is within the seed spread that (e) measures at full scale (max |Δ| ≈ 2 points), so read only the
-# large effects. Every model of (a)–(c) ends below the zero-shot toy, as in chapter 3. What stands out:
+# large effects. Every model of (a) and (b) ends below the zero-shot toy, as in chapter 3. What stands out:
 #
 # * **L_HN carries the gain; L_tok costs on this toy** — in (b) the rows with L_HN are ahead of InfoNCE and the
 #   L_tok-only row is the lowest (the paper, Table 3b: L_tok alone is about level with InfoNCE and adds a little
 #   once the boost is on). So in (a) "γ = 0" is L_tok alone and every γ > 0 is far ahead of it.
-# * **Recomputed and frozen Ḡ agree** in (c): the toy's captions are already far apart (chapter 1), so Ḡ is
-#   small except for near-twins and barely drifts — unlike DOCCI's 0.84, where freezing it costs the paper.
 # * **(f)** shows the same ordering on the other caption voice.
-# * **The full grids of (d), (e), (g)**: HN-CLIP is ahead of InfoNCE from 20 % of the data on, but not on 5 %
+# * **The full grids of (c), (d), (e), (g)**: recomputed and frozen Ḡ agree — the toy's captions are already far
+#   apart (chapter 1), so Ḡ is small except for near-twins, unlike DOCCI's 0.84, where freezing it costs the
+#   paper; HN-CLIP is ahead of InfoNCE from 20 % of the data on, but not on 5 %
 #   (100 pairs); over three seeds a run moves by up to 1.9 points of average R@1 (the paper's largest: 1.44); and
 #   the boost helps at both fixed temperatures, by about as much at the same γ whatever s is, while equal s·γ
 #   scores differ — so it does not act through s·γ alone.

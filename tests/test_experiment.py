@@ -167,5 +167,10 @@ def test_evaluate_on_another_benchmark_and_a_shared_run_cache(tiny_checkpoint, t
         assert zero[key] == pytest.approx(result["zero_shot"][key])
     stored = list((shared / result["run_dir"].split("/")[-1]).glob("transfer-synthetic-test-*.json"))
     assert len(stored) == 1 and json.loads(stored[0].read_text())["mean_r1"] == last["mean_r1"]
+    # the backbone's score is stored once for the checkpoint, and read back by every experiment sharing the cache
+    stored_zero = list((shared / "zero_shot").glob("*-transfer-synthetic-test-*.json"))
+    assert len(stored_zero) == 1 and json.loads(stored_zero[0].read_text()) == zero
+    stored_zero[0].write_text(json.dumps({**zero, "mean_r1": -1.0}))
+    assert other.evaluate_on("synthetic", str(tiny_benchmark))["mean_r1"] == -1.0
     with pytest.raises(ValueError, match="unknown dataset 'coco'"):
         exp.evaluate_on("coco")

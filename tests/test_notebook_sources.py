@@ -22,7 +22,9 @@ def test_all_five_chapters_and_the_ablation_notebook_are_there():
 def test_notebook_matches_its_script_and_follows_the_conventions(path):
     notebook = nbformat.read(path, as_version=4)
     script = jupytext.read(path.with_suffix(".py"))
-    assert [(c.cell_type, c.source) for c in notebook.cells] == [(c.cell_type, c.source) for c in script.cells], (
+    # tags too: JupyterLab's jupytext refuses to open a notebook whose cells differ from an older paired script
+    assert [(c.cell_type, c.source, c.metadata.get("tags")) for c in notebook.cells] == [
+        (c.cell_type, c.source, c.metadata.get("tags")) for c in script.cells], (
         f"{path.name} and {path.with_suffix('.py').name} differ: edit the .py and run `make notebooks`")
     tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, "exactly one cell tagged 'parameters' (papermill)"

@@ -340,23 +340,25 @@ class Experiment:
         ``dataset``'s ``split``, as a flat row like the rows of a run's history (``t2i_r1``, ..., ``mean_r1``).
 
         This is the cross-domain protocol of Tables A7 and A10: train on one benchmark, evaluate the same
-        weights on another. A run's score is stored in its folder and read back on the next call.
+        weights on another. A run's score is stored in its folder, the backbone's in ``runs_dir/zero_shot/``, and
+        read back on the next call.
         """
         if dataset not in DATASETS:
             raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
-        stored = None
+        name = f"transfer-{dataset}-{split}-{hashlib.sha256(str(data_root).encode()).hexdigest()[:8]}.json"
         if result is not None:
-            name = f"transfer-{dataset}-{split}-{hashlib.sha256(str(data_root).encode()).hexdigest()[:8]}.json"
             stored = Path(result["run_dir"]) / name
-            if stored.is_file():
-                return json.loads(stored.read_text())
+        else:  # the backbone's score: one per checkpoint, as its in-domain zero-shot evaluation is
+            stored = self.runs_path / "zero_shot" / f"{_digest({'checkpoint': str(self.checkpoint)})}-{name}"
+        if stored.is_file():
+            return json.loads(stored.read_text())
         model, preprocess, tokenizer = self.load_model() if result is None else self.load_trained_model(result)
         pairs = PairDataset(load_pairs(dataset, data_root, split), preprocess, tokenizer)
         images, texts = encode_dataset(model, pairs, device=self.torch_device, progress=self.progress)
         ks = tuple(result["config"]["eval_ks"]) if result is not None else DEFAULT_KS
         row = {"dataset": dataset, **recall_row(recall_at_k(images, texts, ks))}
-        if stored is not None:
-            stored.write_text(json.dumps(row, indent=2))
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        stored.write_text(json.dumps(row, indent=2))
         return row
 
     @staticmethod
