@@ -33,8 +33,9 @@ unit-test: $(STAMP)
 	$(BIN)/python -m pytest -m "not browser"
 
 # tests/test_browser.py (≈ 1.5 min): chapter 2 run, and all five chapters opened, in JupyterLab in headless Chromium,
-# checked as a student sees them; full-page screenshots in runs/browser/screenshots/. Skipped where no Chromium is installed (Debian:
-# apt-get install chromium; .ci/run installs it and sets HNCLIP_REQUIRE_BROWSER, which turns the skip into a failure).
+# checked as a student sees them; full-page screenshots in runs/browser/screenshots/. Skipped where no Chromium is
+# installed (Debian: apt-get install chromium; .ci/run installs it and sets HNCLIP_REQUIRE_BROWSER, which turns the
+# skip into a failure).
 browser-test: $(STAMP)
 	rm -rf $(BROWSER_OUTPUT)
 	HNCLIP_OUTPUT_DIR=$(BROWSER_OUTPUT) $(BIN)/python -m pytest -m browser
