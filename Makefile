@@ -4,9 +4,17 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-NBVAL_OUTPUT := $(CURDIR)/runs/nbval
-# Where the browser check's chapters write, and its screenshots (screenshots/).
-BROWSER_OUTPUT := $(CURDIR)/runs/browser
+# Where make test's chapters write (the browser check's in browser/, with its screenshots in browser/screenshots/).
+TEST_OUTPUT := $(CURDIR)/runs/test
+# How many processes make test runs side by side (pytest-xdist), each with one thread: 2 suits a 2-core machine.
+TEST_WORKERS ?= 2
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+# Chapter 5 collects what chapters 1–4 wrote to the same folder, so it is checked after them, together with their
+# trained numbers, which are compared with results/chapter_numbers.json within a seed-derived tolerance
+# (tests/chapter_numbers.py; nbval compares only what is deterministic exactly).
+CHAPTER_5 := notebooks/05_results.ipynb
+CHECK_AFTER_CHAPTERS := HNCLIP_OUTPUT_DIR=$(TEST_OUTPUT) HNCLIP_CHAPTER_OUTPUT=$(TEST_OUTPUT) \
+	$(BIN)/python -m pytest $(NBVAL) $(CHAPTER_5) tests/test_chapter_numbers.py
 # Where `make notebooks` runs the chapters (emptied first: committed outputs never come from a warm cache).
 NOTEBOOKS_OUTPUT ?= $(CURDIR)/runs/notebooks-build
 
@@ -23,30 +31,31 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
-# Unit and integration tests, the chapters in JupyterLab in a browser, then every chapter notebook
-# re-executed and compared with its committed outputs.
-test: unit-test browser-test notebook-test
+# The project's test command. In one pytest run, spread over $(TEST_WORKERS) one-thread processes (a notebook's cells
+# stay together in one kernel): the unit and integration tests; the chapters in JupyterLab in headless Chromium,
+# checked as a student sees them (tests/test_browser.py; skipped where no Chromium is installed — Debian:
+# apt-get install chromium — except where HNCLIP_REQUIRE_BROWSER is set, as .ci/run does); chapters 1–4 and
+# ablation_run re-executed and compared with their committed outputs (nbval). Then chapter 5 and the trained numbers.
+test: lint
+	rm -rf $(TEST_OUTPUT)
+	OMP_NUM_THREADS=1 HNCLIP_OUTPUT_DIR=$(TEST_OUTPUT) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope \
+		$(NBVAL) --ignore=$(CHAPTER_5) --ignore=tests/test_chapter_numbers.py tests notebooks
+	$(CHECK_AFTER_CHAPTERS)
 
-unit-test: $(STAMP)
-	$(BIN)/ruff check hnclip_core tests benchmarks notebooks
-	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -m "not browser"
+# Parts of make test on their own. unit-test: everything but the browser check and the notebooks.
+unit-test: lint
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not browser" tests
 
-# tests/test_browser.py (≈ 1.5 min): chapter 2 run, and all five chapters opened, in JupyterLab in headless Chromium,
-# checked as a student sees them; full-page screenshots in runs/browser/screenshots/. Skipped where no Chromium is
-# installed (Debian: apt-get install chromium; .ci/run installs it and sets HNCLIP_REQUIRE_BROWSER, which turns the
-# skip into a failure).
 browser-test: $(STAMP)
-	rm -rf $(BROWSER_OUTPUT)
-	HNCLIP_OUTPUT_DIR=$(BROWSER_OUTPUT) $(BIN)/python -m pytest -m browser
+	rm -rf $(TEST_OUTPUT)/browser
+	HNCLIP_OUTPUT_DIR=$(TEST_OUTPUT) $(BIN)/python -m pytest -m browser
 
-# nbval compares what is deterministic exactly; the trained numbers the chapters wrote are then compared with
-# results/chapter_numbers.json within a seed-derived tolerance (tests/chapter_numbers.py).
+# The chapters one after another in one process, with the threads torch picks (.ci/run also runs this with AVX2
+# kernels): the same checks as make test's, under another split of the floating-point reductions.
 notebook-test: $(STAMP)
-	rm -rf $(NBVAL_OUTPUT)
-	HNCLIP_OUTPUT_DIR=$(NBVAL_OUTPUT) $(BIN)/python -m pytest --nbval --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
-	HNCLIP_CHAPTER_OUTPUT=$(NBVAL_OUTPUT) $(BIN)/python -m pytest tests/test_chapter_numbers.py
+	rm -rf $(TEST_OUTPUT)
+	HNCLIP_OUTPUT_DIR=$(TEST_OUTPUT) $(BIN)/python -m pytest $(NBVAL) --ignore=$(CHAPTER_5) notebooks
+	$(CHECK_AFTER_CHAPTERS)
 
 # The README's main command: run all chapters headless into runs/tutorial/.
 tutorial: $(STAMP)

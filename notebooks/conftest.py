@@ -1,4 +1,4 @@
-"""pytest settings for the notebook regression test (``make notebook-test``: ``pytest --nbval notebooks``)."""
+"""pytest settings for the notebook regression test (``pytest --nbval notebooks``; ``make test`` runs it)."""
 
 #: Seconds nbval waits for each further message of a cell once the kernel has replied that the cell finished.
 #: nbval hard-codes 5 s (nbval issues #136 and #231). After a long training cell with many progress-bar

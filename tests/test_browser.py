@@ -19,8 +19,8 @@ What runs, within about a minute and a half of ``make test`` on 2 cores:
 
 A chapter that runs is cleared first, so everything checked of it comes from this run, not from the committed
 outputs. Each test writes a full-page screenshot so a person can look at what was checked, to
-``$HNCLIP_OUTPUT_DIR/screenshots/`` (``make browser-test``: ``runs/browser/screenshots/``), or without that
-variable to pytest's temporary folder (the path is printed; ``pytest -s`` shows it). Run this module alone with
+``$HNCLIP_OUTPUT_DIR/browser/screenshots/`` (``make test``: ``runs/test/browser/screenshots/``), or without
+that variable to pytest's temporary folder (the path is printed; ``pytest -s`` shows it). Run this module alone with
 ``.venv/bin/python -m pytest -m browser``.
 
 It needs a Chromium binary (Debian: ``apt-get install chromium``; ``.ci/run`` installs it); without one, or
@@ -204,7 +204,7 @@ def lab(chromium, tmp_path_factory) -> Iterator[Lab]:
     The copy keeps the committed notebooks unmodified (running a chapter rewrites its outputs, and JupyterLab
     saves); the chapter helpers travel with it. Jupyter's config, data and runtime folders, the lab's settings
     and workspaces are temporary too, so neither the user's setup nor a previous run changes what is seen. The
-    kernels write to ``$HNCLIP_OUTPUT_DIR`` if it is set, else to a temporary folder.
+    kernels write to ``$HNCLIP_OUTPUT_DIR/browser`` if that variable is set, else to a temporary folder.
     """
     base = tmp_path_factory.mktemp("browser")
     root = base / "notebooks"
@@ -214,7 +214,8 @@ def lab(chromium, tmp_path_factory) -> Iterator[Lab]:
         (settings / name).parent.mkdir(parents=True, exist_ok=True)
         (settings / name).write_text(json.dumps(values))
     port, token = free_port(), "hnclip-browser-check"
-    output_dir = Path(os.environ.get("HNCLIP_OUTPUT_DIR") or base / "output")  # as nbval's: the Makefile's choice
+    # Beside nbval's chapters (make test runs both at once), never in the same folder: chapter 2 runs in both.
+    output_dir = Path(os.environ.get("HNCLIP_OUTPUT_DIR") or base) / "browser"
     lab = Lab(url=f"http://127.0.0.1:{port}/", token=token, root=root, output_dir=output_dir,
               log=base / "jupyter-lab.log")
     env = dict(os.environ, HNCLIP_OUTPUT_DIR=str(lab.output_dir), JUPYTER_CONFIG_DIR=str(base / "jupyter-config"),

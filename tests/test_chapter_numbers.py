@@ -1,7 +1,7 @@
 """The chapters' trained numbers match the committed run within the seed-derived tolerance (chapter_numbers.py).
 
-Runs after nbval has executed the chapters (``make notebook-test`` sets ``HNCLIP_CHAPTER_OUTPUT`` to their
-output folder); the unit tests of the comparison itself run always.
+Runs after nbval has executed the chapters (``make test`` and ``make notebook-test`` set ``HNCLIP_CHAPTER_OUTPUT``
+to their output folder); the unit tests of the comparison itself run always.
 """
 
 import json

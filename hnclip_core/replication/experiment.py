@@ -85,6 +85,14 @@ def objective_name(gamma: float, token_weight: float) -> str:
         (bool(gamma), bool(token_weight))]
 
 
+def _write_json(path: Path, data, indent: int = 2) -> None:
+    """Write ``data`` to ``path`` through a temporary sibling and a rename, so that another process (chapters run
+    side by side by ``make test``) reading the same cache file sees it whole or not at all."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=indent, default=float))
+    os.replace(tmp, path)
+
+
 def _digest(values: dict) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -327,11 +335,11 @@ class Experiment:
         result = train(dataclasses.replace(config, output_dir=str(run_dir), resume=resume), zero_shot=known,
                        hooks=hooks)
         result["config"].update(objective=objective, **framework_fields)
-        stored.write_text(json.dumps(result, indent=2))
+        _write_json(stored, result)
         if known is None:
             zero_shot_file.parent.mkdir(parents=True, exist_ok=True)
             evaluation = {k: v for k, v in result["history"][0].items() if k not in ("epoch", "seconds")}
-            zero_shot_file.write_text(json.dumps(evaluation, indent=1))
+            _write_json(zero_shot_file, evaluation, indent=1)
         return {**result, "run_dir": str(run_dir)}
 
     def evaluate_on(self, dataset: str, data_root: str | None = None, result: dict | None = None,
@@ -358,7 +366,7 @@ class Experiment:
         ks = tuple(result["config"]["eval_ks"]) if result is not None else DEFAULT_KS
         row = {"dataset": dataset, **recall_row(recall_at_k(images, texts, ks))}
         stored.parent.mkdir(parents=True, exist_ok=True)
-        stored.write_text(json.dumps(row, indent=2))
+        _write_json(stored, row)
         return row
 
     @staticmethod
@@ -378,7 +386,7 @@ class Experiment:
     def save_json(self, name: str, data) -> Path:
         """Write ``data`` as ``output_dir/<name>.json`` (what the results notebook collects)."""
         path = self.output_path / f"{name}.json"
-        path.write_text(json.dumps(data, indent=2, default=float))
+        _write_json(path, data)
         return path
 
     def load_json(self, name: str):
