@@ -85,17 +85,9 @@ exp = Experiment(
 )
 
 
-CHAPTER_STUDIES = ("gamma", "components", "margin_source", "fractions", "seeds", "temperature")
-# The committed full grids were fine-tuned from the toy on the synthetic benchmark with this chapter's default
-# recipe: only there can they stand in for runs of this chapter.
-embedded_default = (backbone, dataset, eval_dataset, lr, micro_batch_size, accumulation_steps, seed) == (
-    "toy", "synthetic", None, None, 16, 8, 0)
-if trained_here is None:
-    trained_here = CHAPTER_STUDIES[:2] if embedded_default and scale == "reduced" else CHAPTER_STUDIES
-read_here = [name for name in CHAPTER_STUDIES if name not in trained_here]
-if read_here and not embedded_default:
-    raise ValueError("the committed full grids are the toy's, on synthetic data, at this chapter's default recipe: "
-                     "with other settings train every study here (trained_here=None)")
+# Which studies run here and which are read from the committed full grids (only at the embedded default, where they
+# are the same experiment at make ablations' scale).
+trained_here, read_here = studies.chapter_plan(exp, scale, trained_here)
 full_grids = json.loads((Path(results_dir) / "ablations.json").read_text()) if read_here else {}
 
 

@@ -27,6 +27,7 @@ from hnclip_core.replication.ablations import (
     write_results,
 )
 from hnclip_core.replication.batch import run_grid
+from hnclip_core.replication.experiment import Experiment
 from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,
     plot_plug_and_play,
@@ -63,6 +64,27 @@ def test_a_study_at_reduced_scale_is_what_chapter_4_runs():
         STUDIES["plug_and_play"].points("reduced")
     with pytest.raises(ValueError, match="scale must be one of"):
         gamma.points("tiny")
+
+
+def test_chapter_4_reads_the_committed_grids_only_where_they_are_its_own_experiment():
+    assert set(ablations.CHAPTER_STUDIES) == {name for name, study in STUDIES.items() if study.reduced is not None}
+    default = Experiment(output_dir="anywhere", device="cpu", progress=False)  # where and how fast: not learned
+    assert ablations.committed_grids_apply(default)
+    trained, read = ablations.chapter_plan(default, "reduced")
+    assert trained == ("gamma", "components")
+    assert read == ("margin_source", "fractions", "seeds", "temperature")
+    assert ablations.chapter_plan(default, "full") == (ablations.CHAPTER_STUDIES, ())
+    assert ablations.chapter_plan(default, "reduced", ["seeds", "gamma"]) == (
+        ("gamma", "seeds"), ("components", "margin_source", "fractions", "temperature"))
+    with pytest.raises(ValueError, match="chapter 4's studies are"):
+        ablations.chapter_plan(default, "reduced", ["transfer"])
+    for changed in ({"seed": 1}, {"lr": 1e-5}, {"micro_batch_size": 8}, {"dataset": "synthetic-alt"},
+                    {"eval_dataset": "synthetic-alt"}):
+        other = Experiment(**changed)
+        assert not ablations.committed_grids_apply(other), changed
+        assert ablations.chapter_plan(other, "reduced") == (ablations.CHAPTER_STUDIES, ())  # trains everything
+        with pytest.raises(ValueError, match="train every study here"):
+            ablations.chapter_plan(other, "reduced", ["gamma"])
 
 
 def test_unknown_study_is_refused():

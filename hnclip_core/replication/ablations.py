@@ -32,16 +32,17 @@ import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..frameworks import FRAMEWORKS
 from .batch import POINT_FILE, GridSpec, collect_json, load_summary, run_grid
-from .experiment import OBJECTIVES
+from .experiment import OBJECTIVES, Experiment
 from .report import DIRECTIONS, markdown_table, recall_table
 
 __all__ = [
-    "BASELINES", "SCALES", "STUDIES", "Study", "collect", "grid_spec", "section", "components_table",
+    "BASELINES", "CHAPTER_STUDIES", "SCALES", "STUDIES", "Study", "chapter_plan", "collect",
+    "committed_grids_apply", "grid_spec", "section", "components_table",
     "fractions_table", "margin_source_table",
     "plug_and_play_table", "run_studies", "seeds_table", "slim", "strongest_baseline", "temperature_table",
     "throughput_table", "timing_table", "transfer_table", "write_results",
@@ -111,6 +112,47 @@ STUDIES: dict[str, Study] = {study.name: study for study in (
           {"logit_scale": (25.0, 100.0), "gamma": (0.0, 1.0)}, fixed={"objective": "hn+tok"}),
     Study("plug_and_play", "Table 2, Table A4", {"framework": FRAMEWORKS, "objective": ("clip", "hn")}, None),
 )}
+
+
+#: Chapter 4's studies in its section order, (a)–(e) and (g) ((f) re-evaluates runs of (a)); the others run at
+#: full scale only.
+CHAPTER_STUDIES = ("gamma", "components", "margin_source", "fractions", "seeds", "temperature")
+#: What chapter 4 trains where the committed full grids can stand in for the rest: the two knobs of the loss.
+CHAPTER_TRAINS_BY_DEFAULT = ("gamma", "components")
+#: Experiment fields that do not change what a run learns (the scale sets epochs and train_fraction).
+_NOT_LEARNED = {"device", "output_dir", "runs_dir", "progress", "epochs", "train_fraction"}
+
+
+def committed_grids_apply(experiment: Experiment) -> bool:
+    """Whether the committed full grids (``results/ablations.json``) can stand in for runs of ``experiment``:
+    ``make ablations`` trained them with every setting at its default — the toy on the synthetic benchmark, its
+    learning rate, micro-batches of 16 × 8, seed 0 — and only there are they the same experiment."""
+    default = Experiment()
+    return all(getattr(experiment, f.name) == getattr(default, f.name)
+               for f in fields(Experiment) if f.init and f.name not in _NOT_LEARNED)
+
+
+def chapter_plan(experiment: Experiment, scale: str,
+                 trained_here: Sequence[str] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Which of chapter 4's studies it trains at ``scale`` and which it reads from the committed full grids, as
+    ``(trained, read)`` in section order.
+
+    ``trained_here=None`` trains (a) and (b) at reduced scale where :func:`committed_grids_apply`, and every study
+    otherwise. Raises ``ValueError`` for a name that is not a chapter study, and where a study would be read but
+    the committed grids are not this experiment's.
+    """
+    applies = committed_grids_apply(experiment)
+    if trained_here is None:
+        trained_here = CHAPTER_TRAINS_BY_DEFAULT if applies and scale == "reduced" else CHAPTER_STUDIES
+    unknown = sorted(set(trained_here) - set(CHAPTER_STUDIES))
+    if unknown:
+        raise ValueError(f"trained_here names {unknown}; chapter 4's studies are {list(CHAPTER_STUDIES)}")
+    trained = tuple(name for name in CHAPTER_STUDIES if name in trained_here)
+    read = tuple(name for name in CHAPTER_STUDIES if name not in trained_here)
+    if read and not applies:
+        raise ValueError("the committed full grids are the toy's, fine-tuned on synthetic data with the default "
+                         f"settings: with other settings train every study here (trained_here=None), not {list(read)}")
+    return trained, read
 
 
 def grid_spec(study: Study) -> GridSpec:
