@@ -67,26 +67,31 @@ def _check_overrides(notebooks: list[Path], overrides: dict) -> dict[Path, dict]
 
 
 class KernelMemory:
-    """The peak resident memory of this process's descendants (a chapter's kernel and what it starts), sampled
-    every ``interval`` seconds in a background thread while the ``with`` block runs — one chapter at a time, so a
-    Binder session's 2 GB limit can be checked per chapter."""
+    """The peak resident memory of the processes this process starts while the ``with`` block runs (a chapter's
+    kernel and what it starts), sampled every ``interval`` seconds in a background thread — one chapter at a time,
+    so a Binder session's 2 GB limit can be checked per chapter. Descendants already running at the start (a
+    kernel still shutting down, or another test's in a shared pytest worker) are not counted."""
 
     def __init__(self, interval: float = 0.05):
         self.interval = interval
         self.peak_mb = 0.0
         self._stop = threading.Event()
+        self._earlier: set[int] = set()
 
     def _sample(self) -> None:
         me = psutil.Process()
         while not self._stop.is_set():
             total = 0
             for child in me.children(recursive=True):
+                if child.pid in self._earlier:
+                    continue
                 with contextlib.suppress(psutil.Error):
                     total += child.memory_info().rss
             self.peak_mb = max(self.peak_mb, total / 2**20)
             self._stop.wait(self.interval)
 
     def __enter__(self) -> KernelMemory:
+        self._earlier = {child.pid for child in psutil.Process().children(recursive=True)}
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
         return self
