@@ -21,15 +21,17 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import open_clip
 import torch
 from open_clip.model import CLIP, CLIPTextCfg, CLIPVisionCfg
+
+from .files import write_atomically
 
 __all__ = [
     "KEEP_POSITIONS",
@@ -271,16 +273,7 @@ def longclip_state_dict(model: CLIP) -> dict[str, torch.Tensor]:
 
 def save_longclip(model: CLIP, path: str | os.PathLike) -> Path:
     """Write ``model`` as a Long-CLIP-format checkpoint, atomically (temporary file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as tmp:
-        tmp_path = Path(tmp.name)
-    try:
-        torch.save(longclip_state_dict(model), tmp_path)
-        os.replace(tmp_path, path)
-    finally:
-        tmp_path.unlink(missing_ok=True)
-    return path
+    return write_atomically(path, partial(torch.save, longclip_state_dict(model)))
 
 
 def stretch_positional_embedding(table: torch.Tensor, keep: int = KEEP_POSITIONS, ratio: int = 4) -> torch.Tensor:

@@ -34,12 +34,12 @@ import math
 import os
 import random
 import sys
-import tempfile
 import time
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +53,7 @@ from .accumulation import ACCUMULATION_MODES, MicroBatch, accumulated_losses
 from .data import PairDataset, load_pairs
 from .evaluate import DEFAULT_KS, caption_geometry, encode_dataset, mean_recall, recall_at_k
 from .features import BatchEncoder
+from .files import write_atomically
 from .longclip import keep_first_positions_frozen, load_longclip, longclip_param_groups
 from .losses import HNClipTokenLoss
 
@@ -279,16 +280,6 @@ def cosine_with_warmup(warmup_steps: int, total_steps: int) -> Callable[[int], f
     return factor
 
 
-def _atomic_torch_save(obj, path: Path) -> None:
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        tmp_path = Path(tmp.name)
-    try:
-        torch.save(obj, tmp_path)
-        os.replace(tmp_path, path)
-    finally:
-        tmp_path.unlink(missing_ok=True)
-
-
 def recall_row(recalls: dict[str, dict[int, float]]) -> dict[str, float]:
     """:func:`~hnclip_core.evaluate.recall_at_k`'s nested result as one flat row: ``t2i_r1``, ..., ``mean_r1``."""
     flat = {f"{direction}_r{k}": value for direction, by_k in recalls.items() for k, value in by_k.items()}
@@ -445,7 +436,7 @@ class _Run:
             "monitor": self.monitor.state_dict() if self.monitor else None,
             "config": asdict(self.config),
         }
-        _atomic_torch_save(state, self.state_path())
+        write_atomically(self.state_path(), partial(torch.save, state))
 
     def load_state(self) -> None:
         path = self.state_path()

@@ -40,6 +40,7 @@ import torch
 from .. import toy  # noqa: F401  (registers the synthetic benchmark with load_pairs)
 from ..data import DATASETS, SPLITS, PairDataset, load_pairs
 from ..evaluate import DEFAULT_KS, encode_dataset, recall_at_k
+from ..files import write_atomically
 from ..frameworks import ADAPTER_LR, build_framework
 from ..longclip import load_longclip
 from ..train import STATE_FILE, TrainConfig, check_field_types, recall_row, resolve_device, train
@@ -86,11 +87,9 @@ def objective_name(gamma: float, token_weight: float) -> str:
 
 
 def _write_json(path: Path, data, indent: int = 2) -> None:
-    """Write ``data`` to ``path`` through a temporary sibling and a rename, so that another process (chapters run
-    side by side by ``make test``) reading the same cache file sees it whole or not at all."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=indent, default=float))
-    os.replace(tmp, path)
+    """Write ``data`` to ``path`` whole or not at all (chapters run side by side share the run cache)."""
+    text = json.dumps(data, indent=indent, default=float)
+    write_atomically(path, lambda tmp: tmp.write_text(text))
 
 
 def _digest(values: dict) -> str:
@@ -337,7 +336,6 @@ class Experiment:
         result["config"].update(objective=objective, **framework_fields)
         _write_json(stored, result)
         if known is None:
-            zero_shot_file.parent.mkdir(parents=True, exist_ok=True)
             evaluation = {k: v for k, v in result["history"][0].items() if k not in ("epoch", "seconds")}
             _write_json(zero_shot_file, evaluation, indent=1)
         return {**result, "run_dir": str(run_dir)}
@@ -365,7 +363,6 @@ class Experiment:
         images, texts = encode_dataset(model, pairs, device=self.torch_device, progress=self.progress)
         ks = tuple(result["config"]["eval_ks"]) if result is not None else DEFAULT_KS
         row = {"dataset": dataset, **recall_row(recall_at_k(images, texts, ks))}
-        stored.parent.mkdir(parents=True, exist_ok=True)
         _write_json(stored, row)
         return row
 

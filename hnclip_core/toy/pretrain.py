@@ -25,10 +25,10 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import platform
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,7 @@ from open_clip.loss import ClipLoss
 from tqdm.auto import tqdm
 
 from ..features import encode_images, encode_texts
+from ..files import write_atomically
 from ..longclip import (
     LONG_CONTEXT,
     ClipArchitecture,
@@ -109,12 +110,6 @@ def _long_model(clip_model, recipe: PretrainRecipe):
     state["logit_scale"] = torch.tensor(math.log(recipe.logit_scale))
     model.load_state_dict(state)
     return model
-
-
-def _save_state(path: Path, state: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
 
 
 def pretrain(
@@ -189,10 +184,10 @@ def pretrain(
             if done % save_every == 0 or done == steps:
                 trace["seconds"] += time.perf_counter() - began
                 began = time.perf_counter()
-                _save_state(state_path, {
+                write_atomically(state_path, partial(torch.save, {
                     "recipe": recipe.as_dict(), "stage": stage, "step": done, "model": model.state_dict(),
                     "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "trace": trace,
-                })
+                }))
         bar.close()
         if stage == 1:
             save_longclip(model.eval(), output.with_name(f"{output.stem}-clip-stage{output.suffix}"))
