@@ -70,7 +70,8 @@ class KernelMemory:
     """The peak resident memory of the processes this process starts while the ``with`` block runs (a chapter's
     kernel and what it starts), sampled every ``interval`` seconds in a background thread — one chapter at a time,
     so a Binder session's 2 GB limit can be checked per chapter. Descendants already running at the start (a
-    kernel still shutting down, or another test's in a shared pytest worker) are not counted."""
+    kernel still shutting down, or another test's in a shared pytest worker) are not counted, nor a child not yet past
+    its exec (it would count this process's memory)."""
 
     def __init__(self, interval: float = 0.05):
         self.interval = interval
@@ -80,13 +81,16 @@ class KernelMemory:
 
     def _sample(self) -> None:
         me = psutil.Process()
+        my_command = me.cmdline()
         while not self._stop.is_set():
             total = 0
             for child in me.children(recursive=True):
                 if child.pid in self._earlier:
                     continue
                 with contextlib.suppress(psutil.Error):
-                    total += child.memory_info().rss
+                    # between fork and exec a child is this process's copy and shows its resident set
+                    if child.cmdline() != my_command:
+                        total += child.memory_info().rss
             self.peak_mb = max(self.peak_mb, total / 2**20)
             self._stop.wait(self.interval)
 
