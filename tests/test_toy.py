@@ -109,3 +109,33 @@ def test_the_shipped_toy_measures_as_its_record_says():
     for key in ("t2i_r1", "i2t_r1"):
         assert measured[key] == pytest.approx(probe[key], abs=0.2), key  # 0.1 point is one of 1,000 queries
     assert probe["solved_share"] >= 0.5 and probe["own_family_top1"] >= 0.95  # the strong initialisation
+
+
+def test_the_detail_gap_leaves_sizes_places_and_relations_unsaid():
+    """At detail_rate 0 no pretraining caption names a size, a grid place or a relation; shape, colour and
+    background are still named. At rate 1 the captions are those the shipped toy was pretrained on."""
+    import numpy as np
+
+    from hnclip_core.toy.synthetic import SyntheticConfig, sample_scene
+    from hnclip_core.toy.voices import REGION_NOUNS, SIZE_WORDS, varied_long_caption, varied_short_caption
+
+    unsaid = {w for words in SIZE_WORDS.values() for w in words} | {"above", "below", "left", "right"}
+    unsaid |= {n for nouns in REGION_NOUNS.values() for n in nouns if n not in ("center", "middle")}
+    for seed in range(30):
+        scene = sample_scene(np.random.default_rng(seed), SyntheticConfig())
+        for caption in (varied_long_caption(scene, np.random.default_rng(seed), 0.0),
+                        varied_short_caption(scene, np.random.default_rng(seed), 0.0)):
+            padded = f" {caption.lower().replace(',', ' ').replace('.', ' ')} "
+            assert not [w for w in unsaid if f" {w} " in padded], caption
+            assert any(o.shape in caption and o.colour in caption for o in scene.objects)
+        full = varied_long_caption(scene, np.random.default_rng(seed), 1.0)
+        assert full == varied_long_caption(scene, np.random.default_rng(seed))
+        assert all(o.shape in full and o.colour in full for o in scene.objects)
+
+
+def test_a_recipe_using_no_later_field_keeps_its_digest_and_a_fixed_s_stays_put(tmp_path):
+    assert "detail_rate" not in TOY_RECIPE.as_dict() and shipped_toy_path().name.endswith(f"{TOY_RECIPE.digest()}.pt")
+    gap = dataclasses.replace(MICRO, detail_rate=0.1, learn_logit_scale=False)
+    assert gap.as_dict()["detail_rate"] == 0.1 and gap.digest() != MICRO.digest()
+    model, _, _ = load_longclip(pretrain(gap, tmp_path / "toy.pt", progress=False))
+    assert model.logit_scale.exp().item() == pytest.approx(100.0)

@@ -74,10 +74,23 @@ class PretrainRecipe:
     min_objects: int = 3
     max_objects: int = 5
     image_size: int = 64
+    #: Probability that a pretraining caption names an object's size, its place, a relation (the detail gap
+    #: of :mod:`.voices`; 1 = always, as the benchmark's captions do).
+    detail_rate: float = 1.0
+    #: False holds s at ``logit_scale`` throughout (CLIP's clamp value), so margins stop widening once
+    #: batches are solved; True learns it from there (clamped at 100).
+    learn_logit_scale: bool = True
+
+    #: Fields added after the shipped recipe; left out of the record (and the digest) at these values, so a
+    #: recipe that does not use them keeps its digest and its shipped file name.
+    LATER_FIELDS = {"detail_rate": 1.0, "learn_logit_scale": True}
 
     def as_dict(self) -> dict:
         record = dataclasses.asdict(self)
         record["architecture"] = self.architecture.as_dict()
+        for name, default in self.LATER_FIELDS.items():
+            if record[name] == default:
+                del record[name]
         return record
 
     def digest(self) -> str:
@@ -94,11 +107,11 @@ def scene_batch(recipe: PretrainRecipe, stage: int, step: int, preprocess) -> tu
         scene = sample_scene(rng, config)
         images.append(preprocess(render_scene(scene, recipe.image_size)))
         if stage == 1:
-            captions.append(varied_short_caption(scene, rng))
+            captions.append(varied_short_caption(scene, rng, recipe.detail_rate))
         elif rng.random() < recipe.dense_alt_share:
             captions.append(describe_scene(scene, "dense-alt", rng).text)
         else:
-            captions.append(varied_long_caption(scene, rng))
+            captions.append(varied_long_caption(scene, rng, recipe.detail_rate))
     return torch.stack(images), captions
 
 
@@ -127,6 +140,7 @@ def pretrain(
     model = build_clip(recipe.architecture)
     with torch.no_grad():
         model.logit_scale.fill_(math.log(recipe.logit_scale))
+    model.logit_scale.requires_grad_(recipe.learn_logit_scale)
     saved = torch.load(state_path, weights_only=False) if resume and state_path.is_file() else None
     if saved is not None and saved["recipe"] != recipe.as_dict():
         raise ValueError(f"{state_path} belongs to another recipe; delete it or pass resume=False")
@@ -143,6 +157,7 @@ def pretrain(
         if stage == 2:
             model = _long_model(model, recipe)
             keep_first_positions_frozen(model)
+            model.logit_scale.requires_grad_(recipe.learn_logit_scale)
         optimizer = torch.optim.AdamW(longclip_param_groups(model, recipe.weight_decay), lr=lr)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_with_warmup(recipe.warmup_steps, steps))
         losses = trace["clip" if stage == 1 else "long"]

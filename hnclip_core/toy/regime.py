@@ -11,7 +11,10 @@ fine-tuning:
   (cosine, both directions), whose 10th percentile predicts the solved share;
 * ``twin_error_share`` — of the test split's text→image top-1 errors, the share that land on a member of
   the query's own family (a near-twin), and ``own_family_top1`` — queries whose top-1 is in their family;
-* ``geometry`` — mean pairwise and mean hardest caption cosine of the test captions (Table A1);
+* ``geometry`` — mean pairwise and mean hardest caption cosine of the test captions (Table A1), and the
+  modality gap that lets crowding and saturation coexist in real CLIP: ``positive_cosine`` (mean matching
+  image–text cosine; ≈ 0.3 for CLIP), ``centroid_distance`` (between the mean image and the mean caption
+  embedding) and ``image_cone`` (mean pairwise image cosine; the text cone is ``mean_pairwise``);
 * zero-shot Recall@1 in both directions.
 """
 
@@ -100,6 +103,8 @@ def zero_shot_regime(
     same_family = test.families[top1] == test.families
     image_to_text = (test_images @ test_texts.t()).argmax(dim=1)
     geometry = caption_geometry(test_texts)
+    count = len(test_images)
+    image_pair_sum = test_images.sum(dim=0).pow(2).sum() - count  # Σ_{i≠j} cos(image_i, image_j)
     return {
         "logit_scale": float(scale),
         "solved_share": statistics.fmean(solved),
@@ -112,4 +117,7 @@ def zero_shot_regime(
         "i2t_r1": 100 * float((image_to_text == truth).float().mean()),
         "mean_pairwise": geometry["mean_pairwise"],
         "mean_hardest": geometry["mean_hardest"],
+        "positive_cosine": float((test_images * test_texts).sum(dim=1).mean()),
+        "centroid_distance": float((test_images.mean(dim=0) - test_texts.mean(dim=0)).norm()),
+        "image_cone": float(image_pair_sum / (count * (count - 1))),
     }

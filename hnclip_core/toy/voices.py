@@ -16,6 +16,13 @@ in other frames, as any web-scale pretraining would have seen them; :func:`cover
 
 Two lengths: :func:`varied_long_caption` (all objects, one or two relations, 60–140 words: the Long-CLIP
 stage) and :func:`varied_short_caption` (one or two objects, an alt-text: the CLIP stage).
+
+The detail gap: ``detail_rate`` < 1 makes both voices name an object's size, and its place (and a relation),
+only with that probability, as web alt-text names what an object is far more often than how big it is or
+exactly where. The images always show both, and the benchmark's dense captions always name both, so a
+model pretrained with a gap still separates unrelated scenes (by shape, colour and background) but
+confuses the near-twins that differ in size or placement — the details that fine-tuning on dense
+captions then teaches (the situation of Long-CLIP-L on DOCCI, §3.2).
 """
 
 from __future__ import annotations
@@ -58,6 +65,8 @@ SIZE_WORDS: dict[str, tuple[str, ...]] = {
     "large": ("large", "big", "huge", "large-sized", "sizable"),
 }
 SIZE_NOUNS = {"small": "small size", "medium": "medium size", "large": "large size"}
+#: Where an object is when its place goes unsaid (the preposition included, as in :func:`_where`).
+UNPLACED = ("in the picture", "in the image", "in this drawing", "on the canvas", "in the scene")
 
 # Object sentences: {size} {colour} {shape} {where} ({where} includes its preposition).
 OBJECT_FRAMES = (
@@ -117,6 +126,19 @@ RELATION_FRAMES = (
     "{Relation} the {b} we find the {a}.",
     "Note that the {a} is placed {relation} the {b}.",
 )
+#: Object sentences that leave the size unsaid (same slots as ``OBJECT_FRAMES`` without ``{size}``).
+UNSIZED_OBJECT_FRAMES = (
+    "There is a {colour} {shape} {where}.",
+    "{Where} we see a {colour} {shape}.",
+    "A {colour} {shape} is drawn {where}.",
+    "You can spot a {shape} in {colour} {where}.",
+    "The picture has a {colour} {shape} {where}.",
+    "{Where}: a {colour} {shape}.",
+    "A {shape} colored {colour} appears {where}.",
+    "{Where} there is also a {colour} {shape}.",
+    "A {colour} {shape} can be seen {where}.",
+    "One {shape}, painted {colour}, is {where}.",
+)
 CLOSINGS = (
     "", "", "", "The shapes are all separate.", "No shape overlaps another.", "There is no text in the picture.",
     "Each shape is one flat color.", "The figures do not touch.", "There are no shadows.",
@@ -135,13 +157,21 @@ SHORT_FRAMES = (
 )
 
 
-def _where(obj: SceneObject, rng: np.random.Generator) -> str:
+def _said(rate: float, rng: np.random.Generator) -> bool:
+    """Whether a detail is named; at rate 1 no random number is drawn (captions as before the detail gap)."""
+    return rate >= 1.0 or rng.random() < rate
+
+
+def _where(obj: SceneObject, rng: np.random.Generator, detail_rate: float = 1.0) -> str:
+    if not _said(detail_rate, rng):
+        return pick_one(rng, UNPLACED)
     return f"{pick_one(rng, PREPOSITIONS)} {pick_one(rng, REGION_NOUNS[obj.region])}"
 
 
-def _object_sentence(obj: SceneObject, rng: np.random.Generator) -> str:
-    where = _where(obj, rng)
-    return pick_one(rng, OBJECT_FRAMES).format(
+def _object_sentence(obj: SceneObject, rng: np.random.Generator, detail_rate: float = 1.0) -> str:
+    where = _where(obj, rng, detail_rate)
+    frames = OBJECT_FRAMES if _said(detail_rate, rng) else UNSIZED_OBJECT_FRAMES
+    return pick_one(rng, frames).format(
         size=pick_one(rng, SIZE_WORDS[obj.size]), size_noun=SIZE_NOUNS[obj.size], colour=obj.colour,
         shape=obj.shape, where=where, Where=capitalise(where),
     )
@@ -152,23 +182,26 @@ def _relation_sentence(a: SceneObject, b: SceneObject, rng: np.random.Generator)
     return pick_one(rng, RELATION_FRAMES).format(a=a.name, b=b.name, relation=relation, Relation=capitalise(relation))
 
 
-def _short_object(obj: SceneObject, rng: np.random.Generator) -> str:
+def _short_object(obj: SceneObject, rng: np.random.Generator, detail_rate: float = 1.0) -> str:
     words = [obj.colour, obj.shape]
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 and _said(detail_rate, rng):
         words.insert(0, pick_one(rng, SIZE_WORDS[obj.size]))
     return " ".join(words)
 
 
-def varied_long_caption(scene: Scene, rng: np.random.Generator) -> str:
-    """A long caption naming the background and every object (shape, colour, size, place) in a fresh voice."""
+def varied_long_caption(scene: Scene, rng: np.random.Generator, detail_rate: float = 1.0) -> str:
+    """A long caption naming the background and every object (shape, colour, size, place) in a fresh voice;
+    each size, place and relation only with probability ``detail_rate``."""
     count = NUMBER_WORDS[len(scene.objects)]
     bg = scene.background.colour
     order = [int(k) for k in rng.permutation(len(scene.objects))] if rng.random() < 0.7 else list(
         range(len(scene.objects))
     )
-    objects = [_object_sentence(scene.objects[k], rng) for k in order]
+    objects = [_object_sentence(scene.objects[k], rng, detail_rate) for k in order]
     relations = []
     for _ in range(int(rng.integers(0, 3))):
+        if not _said(detail_rate, rng):
+            continue
         i, j = (int(k) for k in rng.choice(len(scene.objects), size=2, replace=False))
         relations.append(_relation_sentence(scene.objects[i], scene.objects[j], rng))
     background = pick_one(rng, BACKGROUND_FRAMES[scene.background.pattern]).format(bg=bg)
@@ -181,13 +214,16 @@ def varied_long_caption(scene: Scene, rng: np.random.Generator) -> str:
     return " ".join(s for s in (intro, *body, pick_one(rng, CLOSINGS)) if s)
 
 
-def varied_short_caption(scene: Scene, rng: np.random.Generator) -> str:
-    """A one-line alt-text naming one or two of the objects, sometimes with a place or the background."""
+def varied_short_caption(scene: Scene, rng: np.random.Generator, detail_rate: float = 1.0) -> str:
+    """A one-line alt-text naming one or two of the objects, sometimes with a size, a place or the background
+    (sizes, places and relations only with probability ``detail_rate``)."""
     i, j = (int(k) for k in rng.choice(len(scene.objects), size=2, replace=False))
     first, second = scene.objects[i], scene.objects[j]
+    relation = relation_phrase(first, second) if _said(detail_rate, rng) else "and"
     return pick_one(rng, SHORT_FRAMES).format(
-        o1=_short_object(first, rng), o2=_short_object(second, rng), bg=scene.background.colour,
-        relation=relation_phrase(first, second), where1=_where(first, rng), where2=_where(second, rng),
+        o1=_short_object(first, rng, detail_rate), o2=_short_object(second, rng, detail_rate),
+        bg=scene.background.colour, relation=relation, where1=_where(first, rng, detail_rate),
+        where2=_where(second, rng, detail_rate),
     )
 
 
