@@ -54,3 +54,15 @@ def test_bad_values_are_reported(tiny_checkpoint):
         main(["train", "--checkpoint", str(tiny_checkpoint), "--gamma", "-1"])
     with pytest.raises(SystemExit):
         main(["train", "--epochs", "many"])
+
+
+def test_pretrain_toy_variants_change_only_what_they_name():
+    from hnclip_core.replication.cli import toy_recipe
+    from hnclip_core.toy import TOY_RECIPE
+
+    parser = build_parser()
+    assert toy_recipe(parser.parse_args(["pretrain-toy"])) == TOY_RECIPE
+    gap = toy_recipe(parser.parse_args(["pretrain-toy", "--detail-rate", "0.1", "--fixed-logit-scale",
+                                        "--dense-alt-share", "0"]))
+    assert (gap.detail_rate, gap.learn_logit_scale, gap.dense_alt_share) == (0.1, False, 0.0)
+    assert gap.digest() != TOY_RECIPE.digest() and gap.clip_steps == TOY_RECIPE.clip_steps

@@ -57,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     toy_parser.add_argument("--probe-every", type=int, default=300, metavar="STEPS",
                      help="measure the zero-shot regime every STEPS Long-CLIP-stage steps (0: never)")
     toy_parser.add_argument("--ship", action="store_true", help="then replace the shipped fp16 file and its record")
+    variant = toy_parser.add_argument_group("a variant of the recipe (default: the shipped toy's)")
+    variant.add_argument("--detail-rate", type=float, default=None, metavar="P",
+                         help="name sizes, places and relations in pretraining captions with probability P (the "
+                              "detail gap; the shipped recipe: 1)")
+    variant.add_argument("--fixed-logit-scale", action="store_true",
+                         help="hold s at 100 throughout instead of learning it from there")
+    variant.add_argument("--dense-alt-share", type=float, default=None, metavar="X",
+                         help="share of Long-CLIP-stage captions in the dense-alt voice")
     calibrate = commands.add_parser(
         "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (issue 12's seven checks, "
                           "judged by the scorecard)"
@@ -69,6 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--recheck", action="store_true", help="only judge the checks on the runs recorded in --output (no training)"
     )
     return parser
+
+
+def toy_recipe(args: argparse.Namespace):
+    """The pretraining recipe ``pretrain-toy`` runs: the shipped toy's, with the variant options applied."""
+    from ..toy.model import TOY_RECIPE
+
+    changes = {"detail_rate": args.detail_rate, "dense_alt_share": args.dense_alt_share,
+               "learn_logit_scale": False if args.fixed_logit_scale else None}
+    return dataclasses.replace(TOY_RECIPE, **{k: v for k, v in changes.items() if v is not None})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "pretrain-toy":
         from ..toy.model import pretrain_toy, ship_toy
 
-        path = pretrain_toy(args.output, resume=not args.restart, probe_every=args.probe_every)
-        print(ship_toy(path) if args.ship else path)
+        path = pretrain_toy(args.output, resume=not args.restart, probe_every=args.probe_every,
+                            recipe=toy_recipe(args))
+        print(ship_toy(path, toy_recipe(args)) if args.ship else path)
         return 0
     if args.command == "calibrate":
         from ..toy.model import toy_train_config
