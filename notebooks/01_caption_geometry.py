@@ -39,14 +39,20 @@ device = "auto"  # auto, cpu, cuda, mps
 seed = 0  # which batch is drawn for the Ḡ heatmap and the in-batch statistics
 matrix_batch_size = 8  # batch size of the Ḡ heatmap (Fig. A5 uses 8)
 in_batch_size = 128  # effective batch of the paper's recipe, for the in-batch hardness buckets
+micro_batch_size = 16  # contrastive batch of the paper's naive accumulation: the negatives the loss sees
+gamma = 0.5  # boost strength γ of Eq. 2 (the paper's default), for the margins quoted in sections 2–4
 output_dir = None  # None: $HNCLIP_OUTPUT_DIR or runs/notebooks; figures and geometry.json go there
 interactive = True  # progress bars and widgets; papermill batch runs pass False
 
 # %% tags=[]
 # %matplotlib inline
 #papermill_description=setup
+import math
+
+import torch
 from chapter01_helpers import (
     batch_caption_matrix,
+    differing_phrases,
     near_duplicate_pairs,
     near_twin_html,
     off_diagonal_mean,
@@ -57,6 +63,7 @@ from chapter01_helpers import (
 )
 from IPython.display import HTML, Markdown, display
 
+from hnclip_core.evaluate import caption_geometry
 from hnclip_core.replication.experiment import Experiment
 from hnclip_core.replication.geometry import caption_similarity_stats, encode_captions, in_batch_hardness
 from hnclip_core.replication.paper import CAPTION_GEOMETRY, IN_BATCH_AT_LEAST_0_8
@@ -88,6 +95,33 @@ print(f"{len(captions)} captions encoded into {features.shape[1]}-dimensional un
 # Panel (a) is every pair of captions; panel (b) is, for each caption, its single most similar *other*
 # caption — the negative that will get the largest boost γḠ. The dashed lines are the paper's benchmarks
 # under Long-CLIP-L.
+#
+# **By hand first.** The caption features are unit vectors, the rows of $T$, so $TT^\top$ holds every
+# caption–caption cosine; with its diagonal zeroed it is the $\bar G = \mathrm{stopgrad}(TT^\top)\odot(\mathbf{1}-I)$
+# of Eq. 2, here for the whole split instead of one batch. Table A1's two statistics are the mean of its
+# $N(N-1)$ off-diagonal entries and the mean, over captions, of the largest entry in each row with the caption
+# itself left out. `hnclip_core.evaluate.caption_geometry` computes both a block of rows at a time, never holding
+# the $N \times N$ matrix; the cell checks our few lines against it.
+
+# %% tags=[]
+T = features  # [N, D]: one unit vector per caption
+N = len(T)
+not_self = ~torch.eye(N, dtype=torch.bool)
+G_bar = (T @ T.T).detach() * not_self  # Ḡ = stopgrad(T Tᵀ) ⊙ (1 − I), Eq. 2
+mean_pairwise = G_bar.sum(dtype=torch.float64) / not_self.sum()  # mean over the ordered pairs i ≠ j
+hardest = G_bar.masked_fill(~not_self, -math.inf).max(dim=1).values  # each caption's closest other caption
+mean_hardest = hardest.double().mean()
+
+package = caption_geometry(features)
+torch.testing.assert_close(torch.tensor([mean_pairwise.item(), mean_hardest.item()]),
+                           torch.tensor([package["mean_pairwise"], package["mean_hardest"]]))
+print(f"by hand: mean pairwise {mean_pairwise:.3f}, mean hardest companion {mean_hardest:.3f} "
+      "(the same as hnclip_core.evaluate.caption_geometry)")
+
+# %% [markdown] tags=[]
+# From here on the chapter uses `caption_similarity_stats`, which computes the same two means (and each
+# caption's hardest companion with its index) together with the histograms of Fig. 1 and the hardness buckets
+# of Fig. A6C.
 
 # %% tags=[]
 geometry = caption_similarity_stats(features)
@@ -98,15 +132,51 @@ fig = plot_caption_similarity(geometry, exp.eval_name, paper=CAPTION_GEOMETRY)
 exp.save_figure(fig, "01_caption_similarity")
 show(fig)
 
-# %% [markdown] tags=[]
-# **Reading the plot.** The hardest-negative distribution (b) is what matters for Recall@1: if it sits near
-# 1, almost every caption has a near-twin somewhere in the test set. On the synthetic benchmark that is by
-# construction (each family's members differ in one detail). The *pairwise* distribution (a) says how
-# crowded the whole space is. Long-CLIP-L packs real captions into a narrow cone (mean 0.84); the toy's
-# text encoder spreads unrelated captions far apart (mean ≈ 0.14) while keeping each family's twins at
-# ≈ 0.96 — one of the places where the toy is an imperfect stand-in: pretraining it longer made it a
-# stronger initialisation and spread its captions further at every step (`results/README.md`). For HN-CLIP
-# this means the boost γḠ falls almost entirely on the near-twins.
+# %% tags=[]
+twin_threshold = 0.8  # Fig. A6C's hard buckets start here: a companion this close is a "near-twin" below
+paper_pairwise = [g["mean_pairwise"] for g in CAPTION_GEOMETRY.values()]
+paper_hardest = [g["mean_hardest"] for g in CAPTION_GEOMETRY.values()]
+with_twin = float((geometry.hardest_negative >= twin_threshold).double().mean())
+pairs_at_twin = geometry.fraction_at_least[twin_threshold]
+
+
+def paper_range(values):
+    return f"{min(values):.2f}–{max(values):.2f}"
+
+
+def compared(ours, paper_values):
+    return "above" if ours > max(paper_values) else "below" if ours < min(paper_values) else "within"
+
+
+if geometry.mean_pairwise < 0.5:
+    crowding = "spreads unrelated captions far apart" + (
+        " while keeping near-twins close" if geometry.mean_hardest >= twin_threshold else "")
+elif geometry.mean_pairwise < min(paper_pairwise) - 0.05:
+    crowding = "packs captions closer together than a random cloud, though less tightly than Long-CLIP-L"
+else:
+    crowding = "packs captions into a narrow cone, as Long-CLIP-L does"
+display(Markdown(
+    "**Reading the plot.** The hardest-negative distribution (b) is what matters for Recall@1: "
+    f"{100 * with_twin:.0f} % of the {geometry.num_captions} captions have a companion at Ḡ ≥ {twin_threshold:g} "
+    f"somewhere in the test split, and the hardest companions average {geometry.mean_hardest:.2f}, "
+    f"{compared(geometry.mean_hardest, paper_hardest)} the paper's {paper_range(paper_hardest)} (Table A1)"
+    + (" — by construction on the synthetic benchmark, whose family members differ in one detail. "
+       if dataset.startswith("synthetic") else ". ")
+    + f"The *pairwise* distribution (a) says how crowded the whole space is: mean {geometry.mean_pairwise:.2f}, "
+    f"{compared(geometry.mean_pairwise, paper_pairwise)} the paper's {paper_range(paper_pairwise)} under "
+    f"Long-CLIP-L. This text encoder {crowding}"
+    + ("; this is one of the places where the toy is an imperfect stand-in: pretraining it longer made it a "
+       "stronger initialisation and spread its captions further at every step (`results/README.md`). "
+       if exp.is_toy and geometry.mean_pairwise < min(paper_pairwise) - 0.05 else ". ")
+    + f"For HN-CLIP this means a margin γḠ of {gamma * geometry.mean_hardest:.2f} (γ = {gamma:g}) against a "
+    f"caption's hardest companion and {gamma * geometry.mean_pairwise:.2f} against an average one: "
+    + (f"only {100 * pairs_at_twin:.1f} % of all pairs reach Ḡ ≥ {twin_threshold:g}, so the large margins fall on "
+       "the near-twins and almost nowhere else." if pairs_at_twin < 0.05 else
+       f"{100 * pairs_at_twin:.0f} % of all pairs reach Ḡ ≥ {twin_threshold:g}, so "
+       + ("a sizeable minority of the negatives gets" if pairs_at_twin < 0.5 else
+          "most negatives get" if pairs_at_twin < 0.85 else "nearly every negative gets")
+       + " a margin as large as a near-twin's.")
+))
 
 # %% [markdown] tags=[]
 # ## 3. One batch's Ḡ (Fig. A5)
@@ -119,12 +189,31 @@ fig = plot_batch_matrix(batch_matrix, [captions[i] for i in batch_indices.tolist
                         title=f"Ḡ of one random batch of {matrix_batch_size}")
 exp.save_figure(fig, "01_batch_matrix")
 show(fig)
+batch_negatives = batch_matrix[~torch.eye(matrix_batch_size, dtype=torch.bool)]
+brightest = float(batch_negatives.max())
+display(Markdown(
+    f"**What you see.** This batch's off-diagonal mean is {off_diagonal_mean(batch_matrix):.2f} and its brightest "
+    f"cell {brightest:.2f}: "
+    + (f"it holds a near-twin pair (Ḡ ≥ {twin_threshold:g}), a negative that must now be beaten by a margin of "
+       f"{gamma * brightest:.2f} (γ = {gamma:g})" if brightest >= twin_threshold else
+       f"none of its pairs reaches Ḡ ≥ {twin_threshold:g}, so every negative here gets a margin of at most "
+       f"{gamma * brightest:.2f} (γ = {gamma:g})")
+    + (", and the batch is bright all over, as the paper's Fig. A5 batches are."
+       if float(batch_negatives.min()) >= twin_threshold else
+       ", while the paper's Fig. A5 batches are bright all over. Section 4 counts how often a batch holds a near-twin.")
+))
 
 # %% [markdown] tags=[]
 # ## 4. How hard are the negatives a caption actually meets? (Fig. A6C)
 # In training, a caption only competes with the other captions of its batch. Drawing batches of the
 # paper's effective size as a shuffling loader does, we sort every (caption, negative) pair into hardness
 # buckets. The paper finds 86–99 % of in-batch negatives at Ḡ ≥ 0.8 on its four benchmarks.
+#
+# Under naive accumulation, though, each micro-batch of 16 is its own contrastive batch (chapter 3): the
+# negatives L_HN can boost are the other captions of the micro-batch. So we also ask how often a caption's
+# near-twins land in the same batch as the caption. A batch's other B − 1 captions are drawn without
+# replacement from the N − 1 others; if k of those are near-twins, the batch holds none of them with
+# probability $\prod_{m=0}^{B-2} \frac{N-1-k-m}{N-1-m}$.
 
 # %% tags=[]
 hardness = in_batch_hardness(features, batch_size=min(in_batch_size, len(captions)), seed=seed)
@@ -136,6 +225,62 @@ low, high = IN_BATCH_AT_LEAST_0_8
 print(f"in-batch negatives with Ḡ ≥ 0.8: {100 * hardness.fraction_at_least[0.8]:.1f}% "
       f"(paper: {100 * low:.0f}–{100 * high:.0f}%)")
 
+# %% tags=[]
+near_twins = (G_bar >= twin_threshold).sum(dim=1)  # per caption: how many other captions are its near-twins
+
+
+def share_meeting_a_twin(near_twins, batch_size):
+    """Mean over captions of P(a random batch of `batch_size` holds at least one of the caption's near-twins)."""
+    n, m = len(near_twins), torch.arange(batch_size - 1, dtype=torch.float64)
+    p_none = ((n - 1 - near_twins[:, None] - m) / (n - 1 - m)).clamp(min=0).prod(dim=1)
+    return float((1 - p_none).mean())
+
+
+in_micro = share_meeting_a_twin(near_twins, micro_batch_size)
+in_effective = share_meeting_a_twin(near_twins, hardness.batch_size)
+# the same question per micro-batch: one shuffled epoch, and the near-twin pairs (i < j) inside each micro-batch
+order = torch.randperm(N, generator=torch.Generator().manual_seed(seed))
+micro_batches = order[: N // micro_batch_size * micro_batch_size].view(-1, micro_batch_size)
+pairs_per_batch = torch.stack([torch.triu(G_bar[b][:, b] >= twin_threshold, diagonal=1).sum() for b in micro_batches])
+holding = pairs_per_batch > 0
+
+twin_pairs = G_bar[G_bar >= twin_threshold]
+other_pairs = G_bar[not_self & (G_bar < twin_threshold)]
+share_hard = hardness.fraction_at_least[twin_threshold]
+how_often = "rarely" if in_micro < 0.25 else "in a minority of cases" if in_micro < 0.5 else "usually"
+minority = ("a small minority of any batch's negatives" if share_hard < 0.05 else
+            "a minority of any batch's negatives" if share_hard < 0.5 else
+            "fewer of any batch's negatives than on the paper's benchmarks")
+display(Markdown(
+    f"**What you see.** {100 * share_hard:.1f} % of the in-batch negatives have Ḡ ≥ {twin_threshold:g}, against "
+    f"{100 * low:.0f}–{100 * high:.0f} % on the paper's four benchmarks under Long-CLIP-L (Fig. A6C)"
+    + (": as there, nearly every negative a caption meets is a near-duplicate of it. " if share_hard >= low else
+       f": {'far ' if share_hard < low / 2 else ''}fewer. The near-twins are not missing: "
+       f"{100 * with_twin:.0f} % of the captions have at least one in the split, "
+       f"{near_twins.double().mean():.1f} on average among their {N - 1} companions, but that makes them "
+       f"{minority}. ")
+    + f"A caption meets at least one of its near-twins in {100 * in_effective:.0f} % of random batches of "
+    f"{hardness.batch_size} and in {100 * in_micro:.0f} % of random micro-batches of {micro_batch_size}: with "
+    f"naive accumulation the loss {how_often} sees a caption together with its twin.\n\n"
+    "**What it means for L_HN.** The boost is a per-negative margin, not a twin detector: it adds γḠ_ij to "
+    "whatever negatives the micro-batch holds and never looks for a caption's twins elsewhere in the split "
+    "(the paper: no mining or resampling). "
+    + (f"With γ = {gamma:g}, a near-twin that is drawn must be beaten by a margin of "
+       f"{gamma * twin_pairs.double().mean():.2f} on average, the other negatives by "
+       f"{gamma * other_pairs.double().mean():.2f}. " if len(twin_pairs) and len(other_pairs) else "")
+    + f"Per micro-batch rather than per caption: {100 * holding.double().mean():.0f} % of the {len(micro_batches)} "
+    "micro-batches of one shuffled epoch hold at least one near-twin pair"
+    + (f" ({pairs_per_batch[holding].double().mean():.1f} pairs in those, on average). " if holding.any() else ". ")
+    + (f"So for a given caption the margin against a near-twin is in play in only {100 * in_micro:.0f} % of its "
+       "micro-batches (it sits in one per epoch); over the epoch the large margins act only in the micro-batches "
+       "that hold a near-twin pair, and only on those pairs, while everywhere else L_HN adds smaller margins to "
+       f"strangers. Cached accumulation (chapter 3: all {hardness.batch_size} negatives of the effective batch) "
+       f"would raise the per-caption share to {100 * in_effective:.0f} %."
+       if in_micro < 0.5 else
+       "So the boost meets near-twins in "
+       + ("nearly every" if holding.double().mean() >= 0.9 else "most") + " micro-batch it sees.")
+))
+
 # %% [markdown] tags=[]
 # ## 5. What near-twins look like (Fig. A1–A4)
 # The paper shows pairs near the 90th percentile of hardest-negative similarity: "striking but not
@@ -143,7 +288,8 @@ print(f"in-batch negatives with Ḡ ≥ 0.8: {100 * hardness.fraction_at_least[0
 # everything else is shared, word for word. The highlighted text shows the full captions.
 
 # %% tags=[]
-twins = near_duplicate_pairs(features, captions, top=3, quantile=0.9)
+twin_quantile = 0.9  # the paper's choice (App. A.3)
+twins = near_duplicate_pairs(features, captions, top=3, quantile=twin_quantile)
 images = [(pairs[twin.i].load_image(), pairs[twin.j].load_image()) for twin in twins]
 fig = plot_near_twins(twins, images, captions)
 exp.save_figure(fig, "01_near_twins")
@@ -151,6 +297,24 @@ show(fig)
 
 # %% tags=[]
 display(HTML(near_twin_html(twins[0], captions)))
+
+# %% tags=[]
+at_quantile = torch.quantile(geometry.hardest_negative.double(), twin_quantile).item()
+median_hardest = geometry.hardest_negative.double().median().item()
+shown = sorted(f"{twin.similarity:.3f}" for twin in twins)
+first = twins[0]
+changed_words = sum(len(phrase.split()) for phrase in differing_phrases(captions[first.i], captions[first.j])[0])
+display(Markdown(
+    f"**What you see.** Here the {100 * twin_quantile:.0f}th percentile of the hardest-companion cosine is "
+    f"{at_quantile:.3f} (the median {median_hardest:.3f}), and the pairs shown sit at cosine "
+    + (shown[0] if shown[0] == shown[-1] else f"{shown[0]}–{shown[-1]}") + ". "
+    + ("That is within a hundredth of a perfect 1: distribution (b) is piled up against 1, so on this split the "
+       "paper's rule picks pairs that are extreme rather than \"striking but not extreme\". "
+       if 1 - at_quantile < 0.01 else
+       "Striking but not extreme, as the paper intends: the closest pairs of the split lie further up. ")
+    + f"The highlighted pair differs in {changed_words} of caption {first.i}'s "
+    f"{len(captions[first.i].split())} words, and the encoder scores it {first.similarity:.3f}."
+))
 
 # %% [markdown] tags=[]
 # ## 6. Save the numbers for the results chapter
@@ -166,16 +330,27 @@ summary = {
 }
 print(exp.save_json("geometry", summary).name)
 
-# %% [markdown] tags=[]
-# **Take-away.** Every caption has a near-twin, and the loss will see them as negatives. Chapter 2 shows
-# what InfoNCE does with such batches — and why, under a strong initialisation, it can stop learning
-# before the near-twins are resolved.
+# %% tags=[]
+display(Markdown(
+    "**Take-away.** "
+    + (f"Nearly every caption ({100 * with_twin:.0f} %) has" if with_twin >= 0.9 else
+       f"{100 * with_twin:.0f} % of the captions have")
+    + f" a near-twin (Ḡ ≥ {twin_threshold:g}) in the test split, the hardest companions at mean cosine "
+    f"{geometry.mean_hardest:.2f}"
+    + (f", but the loss meets that twin as a negative only when the loader draws both into one micro-batch: for "
+       f"{100 * in_micro:.0f} % of the captions per epoch here. The margin γḠ is strongest where the twins are, "
+       "yet only where a batch happens to hold them. " if in_micro < 0.5 else
+       f", and {100 * in_micro:.0f} % of the captions meet a near-twin in their micro-batch, so the loss sees "
+       "near-twins as negatives at every step. ")
+    + "Chapter 2 shows what InfoNCE does with such batches — and why, under a strong initialisation, it can stop "
+    "learning before the near-twins are resolved."
+))
 
 # %% [markdown] tags=[]
 # ## Exercises
-# 1. **The table by hand.** From `features` alone, compute in a few lines of torch the mean pairwise
-#    similarity, each caption's hardest companion (value and index) with their mean, and the share of pairs
-#    with Ḡ ≥ 0.8, then check them against `geometry` (`caption_similarity_stats`). Why must the diagonal be
+# 1. **The table by hand, completed.** Section 2 computed the two means from `features` in a few lines of
+#    torch. Extend them: each caption's hardest companion as value *and* index, and the share of pairs with
+#    Ḡ ≥ 0.8, then check all of them against `geometry` (`caption_similarity_stats`). Why must the diagonal be
 #    masked before taking the hardest companion, and why may a mean over ordered pairs i ≠ j stand for the
 #    package's mean over unordered pairs i < j?
 # 2. **Twins and strangers** (synthetic benchmark). Each family is a base scene and members that differ from

@@ -25,17 +25,18 @@
 # and four more: **(d)** sample efficiency (Fig. 6), **(e)** seeds (Table A8), **(f)** cross-domain transfer
 # (Table A10) and **(g)** temperature × γ (App. B.2).
 #
-# **Scale.** So that the chapter runs in a couple of minutes, it trains the two knobs of the loss — (a) and (b) —
-# here, each configuration on a quarter of the training set for 2 epochs (five runs of about 20 s on 2 CPU cores;
-# (f) re-evaluates three of them). At that scale differences of a point or two are within seed noise, and the
-# fine-tuned models may all still sit *below* the zero-shot model: the first steps at the toy's learning rate
-# disturb the pre-trained alignment before they improve it (chapter 3 shows the recovery over epochs). Compare the
-# configurations with each other, not with zero-shot.
+# **Scale.** So that the chapter runs in a few minutes, it trains the two knobs of the loss — (a) and (b) —
+# here, each configuration on a quarter of the training set for 2 epochs (a configuration the two studies share is
+# trained once; (f) re-evaluates three of them). One seed at that scale settles little, so the chapter reads every
+# difference against σ, the seed spread of average R@1 that (e) measures, and its closing sentences are computed
+# from the runs: they say which differences exceed σ, and whether the fine-tuned models end above or below the
+# zero-shot model they start from (on a strong initialisation a short fine-tuning can end below it). Compare the
+# configurations with each other first, and with zero-shot second.
 #
-# Sections (c), (d), (e) and (g) would need eleven more runs (about 4 minutes), so by default they *read* the full
-# grids that `make ablations` ran (all values, full data, 3 epochs; `results/ablations.json`, the grids chapter
-# 5 sets beside the paper); the line under each section's heading says which. Name them in `trained_here`
-# (`"margin_source"`, `"fractions"`, `"seeds"`, `"temperature"`) to train their reduced grids here instead.
+# Sections (c), (d), (e) and (g) would need eleven more runs, so by default they *read* the full grids that
+# `make ablations` ran (all values, full data, 3 epochs; `results/ablations.json`, the grids chapter 5 sets beside
+# the paper); the line under each section's heading says which. Name them in `trained_here` (`"margin_source"`,
+# `"fractions"`, `"seeds"`, `"temperature"`) to train their reduced grids here instead.
 
 # %% tags=["parameters"]
 backbone = "toy"  # "toy" or the path of a Long-CLIP checkpoint (longclip-L.pt)
@@ -62,12 +63,14 @@ interactive = True  # progress bars; papermill batch runs pass False
 # %matplotlib inline
 #papermill_description=setup
 import json
+import math
 from pathlib import Path
 
 from IPython.display import Markdown, display
 
 from hnclip_core.replication import ablations as studies
-from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication import paper
+from hnclip_core.replication.experiment import OBJECTIVES, Experiment
 from hnclip_core.replication.plots import show
 from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,
@@ -76,7 +79,10 @@ from hnclip_core.replication.plots.ablations import (
     plot_temperature_grid,
 )
 from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep
-from hnclip_core.replication.report import recall_table
+from hnclip_core.replication.report import compared, gap_note, recall_table
+from hnclip_core.replication.scorecard import SEED_SPREAD
+from hnclip_core.replication.tidy import read_results, seed_std
+from hnclip_core.train import training_subset
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, eval_dataset=eval_dataset,
@@ -162,12 +168,14 @@ show(fig)
 
 # %% [markdown] tags=[]
 # ## (d) Sample efficiency (Fig. 6, Table A9)
-# The same seeded subset for every method at each fraction. The paper's claim: HN-CLIP on 20 % of the data
-# beats the strongest baseline on all of it.
+# The same seeded subset for every method at each fraction. The paper's claim (Fig. 6, Table A9): HN-CLIP on 20 %
+# of the data beats the strongest baseline on all of it (`PAPER_FRACTION` below). The cell under the table says
+# which effective batch these runs use.
 
 # %% tags=[]
 #papermill_description=fractions
 # NBVAL_IGNORE_OUTPUT
+PAPER_FRACTION = 0.2  # Fig. 6: HN-CLIP on this share of the data against the strongest baseline on all of it
 fraction_runs = run_study("fractions")
 
 # %% tags=[]
@@ -176,6 +184,28 @@ display(Markdown(studies.fractions_table(fraction_runs)))
 fig = plot_sample_efficiency(fraction_runs, studies.strongest_baseline(fraction_runs[max(fraction_runs, key=float)]))
 exp.save_figure(fig, "04_sample_efficiency")
 show(fig)
+# The effective batch of (d), read from its runs' configurations, beside this chapter's (and chapter 3's).
+configs = [run["config"] for runs in fraction_runs.values() for run in runs.values()]
+batches = {(c["micro_batch_size"], c["accumulation_steps"]) for c in configs}
+chapter_batch = micro_batch_size * accumulation_steps
+smallest, largest = min(map(float, fraction_runs)), max(map(float, fraction_runs))
+smallest_pairs = len(training_subset(len(exp.pairs("train", evaluation=False)), smallest, seed))
+if len(batches) == 1:
+    (micro, accumulation), = batches
+    batch = micro * accumulation
+    note = (f"Every run of (d) accumulates {accumulation} micro-batches of {micro}: effective batch **{batch}**")
+    if batch != chapter_batch:
+        note += (f", where the rest of this chapter and chapter 3 use {micro_batch_size} × {accumulation_steps} = "
+                 f"{chapter_batch}. {100 * smallest:g} % of the training set is {smallest_pairs} pairs"
+                 + (f", fewer than one batch of {chapter_batch}" if smallest_pairs < chapter_batch else "")
+                 + f". So its {100 * largest:g} % row is not chapter 3's run even where the data match: its "
+                 f"batches are {'smaller' if batch < chapter_batch else 'larger'}, and it takes "
+                 f"{chapter_batch / batch:g}× as many optimizer steps per epoch.")
+    else:
+        note += f", as in the rest of this chapter and in chapter 3 ({100 * smallest:g} % is {smallest_pairs} pairs)."
+else:
+    note = f"The runs of (d) use several batch shapes (micro-batch, accumulation): {sorted(batches)}."
+display(Markdown(note))
 
 # %% [markdown] tags=[]
 # ## (e) Seeds (Table A8)
@@ -239,22 +269,213 @@ print(exp.save_json("ablations", studies.slim({
 })).name)
 
 # %% [markdown] tags=[]
-# **Reading the results.** At this reduced scale (a quarter of the data, 2 epochs, one seed) a difference of one
-# or two points is within the seed spread that (e) measures at full scale (max |Δ| ≈ 2 points), so read only the
-# large effects. Every model of (a) and (b) ends below the zero-shot toy, as in chapter 3. What stands out:
-#
-# * **L_HN carries the gain; L_tok costs on this toy** — in (b) the rows with L_HN are ahead of InfoNCE and the
-#   L_tok-only row is the lowest (the paper, Table 3b: L_tok alone is about level with InfoNCE and adds a little
-#   once the boost is on). So in (a) "γ = 0" is L_tok alone and every γ > 0 is far ahead of it.
-# * **(f)** shows the same ordering on the other caption voice.
-# * **The full grids of (c), (d), (e), (g)**: recomputed and frozen Ḡ agree — the toy's captions are already far
-#   apart (chapter 1), so Ḡ is small except for near-twins, unlike DOCCI's 0.84, where freezing it costs the
-#   paper; HN-CLIP is ahead of InfoNCE from 20 % of the data on, but not on 5 %
-#   (100 pairs); over three seeds a run moves by up to 1.9 points of average R@1 (the paper's largest: 1.44); and
-#   the boost helps at both fixed temperatures, by about as much at the same γ whatever s is, while equal s·γ
-#   scores differ — so it does not act through s·γ alone.
-#
-# Chapter 5 sets all of these beside the paper's numbers and judges each claim.
+# ## Reading the results
+# Every comparison below is read against σ, the seed spread of average R@1 that (e) measures: the pooled standard
+# deviation over seeds of each method's last epoch (`hnclip_core.replication.tidy.seed_std`, the same computation
+# chapter 5's scorecard uses). By the scorecard's convention A is *ahead of* B when A − B exceeds σ, *level* with it
+# when the gap is within σ; a gap between σ and 2σ is flagged, because the difference of two single runs varies
+# by more than one run does. The sentences are computed from the runs above, so they stay true on another seed,
+# backbone or dataset.
+
+# %% tags=[]
+#papermill_description=reading
+# NBVAL_IGNORE_OUTPUT
+# σ from the seeds study as this chapter saved it (read back as chapter 5's tidy table reads it).
+saved = read_results(exp.output_path).where(source="ablations.json")
+sigma, pooled = seed_std(saved.where(study="seeds"))
+if not pooled:
+    raise ValueError("the seeds study has no two runs that differ only in their seed: no σ to read the results by")
+
+
+def r1(run: dict) -> float:
+    """A run's last-epoch average R@1."""
+    return run["last"]["mean_r1"]
+
+
+def beyond(gap: float) -> str:
+    """How far a difference is from 0 in units of σ, for a list of them."""
+    return ("within σ" if compared(gap, sigma) == "level with" else "between σ and 2σ"
+            if compared(abs(gap), 2 * sigma) != "ahead of" else "more than 2σ")
+
+
+def by_value(runs: dict) -> dict:
+    """A study's runs keyed by their numeric value (γ, s, fraction) instead of its string."""
+    return {float(key): run for key, run in runs.items()}
+
+
+where = {name: f"trained here at {scale!r} scale" if name in trained_here else "the full grid of `make ablations`"
+         for name in studies.CHAPTER_STUDIES}
+one_seed = ("(a) and (b) ran one seed each, " + (where["gamma"] if where["gamma"] == where["components"] else
+            f"(a) {where['gamma']}, (b) {where['components']}") + ".")
+lines = [f"**The yardstick.** σ = {sigma:.2f} points of average R@1, from {pooled} method{'s' * (pooled > 1)} × "
+         f"{len(seed_runs)} seeds of (e) ({where['seeds']}). {one_seed}"]
+
+# Where (a) and (b) end against the zero-shot model they start from (a configuration both studies ran counts once).
+models = {run["config"]["output_dir"]: run for run in [*gamma_runs.values(), *component_runs.values()]}
+zero = next(iter(models.values()))["zero_shot"]["mean_r1"]
+drops = sorted(r1(run) - zero for run in models.values())
+below = sum(compared(d, sigma) == "behind" for d in drops)
+above = sum(compared(d, sigma) == "ahead of" for d in drops)
+if below == len(drops):
+    lines.append(f"**Against zero-shot.** All {len(drops)} fine-tuned models of (a) and (b) end *below* the zero-shot "
+                 f"model ({zero:.1f}), by {-drops[-1]:.1f} to {-drops[0]:.1f} points: at this scale fine-tuning "
+                 "costs this model accuracy, and (a) and (b) compare how much each loss loses — a loss \"ahead\" "
+                 "of another here loses less, it does not improve on the pre-trained model.")
+elif above == len(drops):
+    lines.append(f"**Against zero-shot.** All {len(drops)} fine-tuned models of (a) and (b) end above the zero-shot "
+                 f"model ({zero:.1f}), by {drops[0]:.1f} to {drops[-1]:.1f} points: (a) and (b) compare how much "
+                 "each loss adds to the pre-trained model.")
+else:
+    level = len(drops) - above - below
+    counts = [f"{n} {'ends' if n == 1 else 'end'} {what}" for n, what in (
+        (above, "above it by more than σ"), (below, "below it by more than σ"), (level, "within σ of it")) if n]
+    lines.append(f"**Against zero-shot** ({zero:.1f}): of the {len(drops)} fine-tuned models of (a) and (b), "
+                 + (f"{', '.join(counts[:-1])} and {counts[-1]}" if len(counts) > 1 else counts[0])
+                 + f" (from {drops[0]:+.1f} to {drops[-1]:+.1f} points)"
+                 + ("; none ends above it by more than σ." if not above else "."))
+
+# (b): which component does the work
+c = {o: r1(run) for o, run in component_runs.items()}
+paper_3b = {o: paper.value("3b", method=o, dataset="average (DCI, Long-DCI)", metric="mean_r1") for o in c}
+lines.append(
+    f"**(b) Components.** L_HN alone is {compared(c['hn'] - c['clip'], sigma)} InfoNCE "
+    f"({gap_note(c['hn'] - c['clip'], sigma)}); HN-CLIP (L_HN + L_tok) is "
+    f"{compared(c['hn+tok'] - c['clip'], sigma)} InfoNCE ({gap_note(c['hn+tok'] - c['clip'], sigma)}); L_tok "
+    f"alone is {compared(c['tok'] - c['clip'], sigma)} InfoNCE ({gap_note(c['tok'] - c['clip'], sigma)}); and "
+    f"adding L_tok to L_HN "
+    f"{compared(c['hn+tok'] - c['hn'], sigma, 'helps', 'changes nothing beyond σ', 'costs accuracy')} "
+    f"({gap_note(c['hn+tok'] - c['hn'], sigma)}). In the paper (Table 3b, average of DCI and Long-DCI) L_tok "
+    f"alone moves InfoNCE by {paper_3b['tok'] - paper_3b['clip']:+.2f} and adds "
+    f"{paper_3b['hn+tok'] - paper_3b['hn']:+.2f} to L_HN.")
+
+# (a): γ against γ = 0 (L_tok alone), and the γ > 0 runs against each other
+gammas = by_value(gamma_runs)
+if 0.0 in gammas and len(gammas) > 1:
+    leads = {g: r1(run) - r1(gammas[0.0]) for g, run in gammas.items() if g > 0}
+    behind_zero = [g for g, lead in leads.items() if compared(lead, sigma) != "ahead of"]
+    boosted = [r1(gammas[g]) for g in leads]
+    spread = max(boosted) - min(boosted)
+    lines.append(
+        "**(a) Boost strength.** γ = 0 is L_tok alone; "
+        + (f"every γ > 0 is ahead of it by more than σ, by {min(leads.values()):+.1f} to {max(leads.values()):+.1f} "
+           "points" if not behind_zero else
+           "not every γ > 0 is ahead of it by more than σ: " + ", ".join(f"γ = {g:g} ({gap_note(leads[g], sigma)})"
+                                                                      for g in behind_zero))
+        + f". The γ > 0 runs lie within {spread:.1f} points of each other ("
+        + ("within σ" if compared(spread, sigma) == "level with" else "more than σ, less than 2σ" if spread <= 2 * sigma
+           else "more than 2σ") + ").")
+
+# (f): the same models on the other benchmark
+if transfer_runs:
+    runs = transfer_runs[exp.dataset]
+    home = {o: r1(ev[exp.eval_name]) for o, ev in runs.items()}
+    away = {o: r1(ev[transfer_dataset]) for o, ev in runs.items()}
+    away_zero = next(iter(runs.values()))[transfer_dataset]["zero_shot"]["mean_r1"]
+    rank = [OBJECTIVES[o] for o in sorted(away, key=away.get, reverse=True)]
+    same = sorted(home, key=home.get, reverse=True) == sorted(away, key=away.get, reverse=True)
+    away_below = sum(compared(v - away_zero, sigma) == "behind" for v in away.values())
+    line = (f"**(f) Transfer.** On {transfer_dataset} the {len(away)} models of (b) rank "
+            f"{'as they do' if same else 'differently from'} in-domain ({' > '.join(rank)})")
+    if "hn+tok" in away and "clip" in away:
+        line += (f"; HN-CLIP is {compared(away['hn+tok'] - away['clip'], sigma)} InfoNCE there "
+                 f"({gap_note(away['hn+tok'] - away['clip'], sigma)})")
+    lines.append(line + f"; {away_below} of {len(away)} end below the zero-shot model on it ({away_zero:.1f}) by "
+                        "more than σ.")
+
+# (c): recomputed vs frozen Ḡ, and the mean Ḡ the boost starts from
+if {"recomputed", "frozen"} <= set(source_runs):
+    gap = r1(source_runs["recomputed"]) - r1(source_runs["frozen"])
+    similarity = [h["caption_mean_similarity"] for h in source_runs["recomputed"]["history"]
+                  if "caption_mean_similarity" in h]
+    docci = paper.CAPTION_GEOMETRY["DOCCI"]["mean_pairwise"]
+    lines.append(
+        f"**(c) Recomputed vs frozen Ḡ** ({where['margin_source']}): the recomputed run is "
+        f"{compared(gap, sigma)} the frozen one ({gap_note(gap, sigma)}). The margin a frozen Ḡ keeps all training "
+        f"starts from the captions' mean similarity before fine-tuning: {similarity[0]:.3f} here, falling to "
+        f"{similarity[-1]:.3f} under the recomputing run's encoder by its last epoch; DOCCI's under Long-CLIP-L is "
+        f"{docci:.2f} (Table A1), so these captions are "
+        f"{'far less' if similarity[0] < docci / 2 else 'less' if similarity[0] < docci else 'at least as'} "
+        "crowded, and the boost either variant applies is correspondingly "
+        f"{'smaller' if similarity[0] < docci else 'as large or larger'}.")
+
+# (d): the paper's claim, and whether a win is a gain or a smaller loss
+fractions = by_value(fraction_runs)
+low, high = min(fractions), max(fractions)
+zero_d = next(iter(fractions[low].values()))["zero_shot"]["mean_r1"]
+standing = {f: compared(r1(runs["hn+tok"]) - r1(runs["clip"]), sigma, "ahead of", "level with", "behind")
+            for f, runs in sorted(fractions.items()) if {"clip", "hn+tok"} <= set(runs)}
+line = f"**(d) Sample efficiency** ({where['fractions']}): against InfoNCE on the same data, HN-CLIP is " + "; ".join(
+    f"{word} it at " + ", ".join(f"{100 * f:g} %" for f, w in standing.items() if w == word)
+    for word in ("ahead of", "level with", "behind") if word in standing.values()) + " (σ as above)"
+if PAPER_FRACTION in fractions and high == 1.0 and studies.strongest_baseline(fractions[high]):
+    best = studies.strongest_baseline(fractions[high])
+    small, full = r1(fractions[PAPER_FRACTION]["hn+tok"]), r1(fractions[high][best])
+    line += (f". The paper's comparison: HN-CLIP on {100 * PAPER_FRACTION:g} % of the data is "
+             f"{compared(small - full, sigma)} the strongest baseline ({OBJECTIVES[best]}) on all of it "
+             f"({gap_note(small - full, sigma)})")
+    if compared(small - zero_d, sigma) == "behind" and compared(full - zero_d, sigma) == "behind":
+        line += (f" — but both end below the zero-shot model ({zero_d:.1f}): HN-CLIP wins by losing less, damage "
+                 "limitation rather than the paper's gain")
+else:
+    line += f". This grid has no {100 * PAPER_FRACTION:g} % and 100 % pair, so the paper's comparison is not made here"
+if "clip" in fractions[low] and "clip" in fractions[high]:
+    fall = r1(fractions[high]["clip"]) - r1(fractions[low]["clip"])
+    if compared(fall, sigma) == "behind":
+        line += (f". InfoNCE ends *lower* the more data it trains on ({r1(fractions[low]['clip']):.1f} at "
+                 f"{100 * low:g} % → {r1(fractions[high]['clip']):.1f} at {100 * high:g} %): on this model more "
+                 "InfoNCE training costs more accuracy")
+lines.append(line + ".")
+
+# (e): seed-to-seed differences, like with like: the largest over the six metrics Table A8 reports
+metrics = {f"{d}_r{k}": f"{name} R@{k}" for d, name in (("t2i", "T→I"), ("i2t", "I→T")) for k in (1, 5, 10)}
+method_runs = [runs["hn+tok"]["last"] for runs in seed_runs.values() if "hn+tok" in runs]
+deltas = {m: max(r[m] for r in method_runs) - min(r[m] for r in method_runs) for m in metrics}
+worst = max(deltas, key=deltas.get)
+average = max(r["mean_r1"] for r in method_runs) - min(r["mean_r1"] for r in method_runs)
+paper_seeds = sum(r.method == "HN-CLIP" and (r.setting or "").startswith("seed ") for r in paper.table("A8").rows)
+lines.append(
+    f"**(e) Seeds** ({where['seeds']}): over {len(method_runs)} seeds HN-CLIP's largest seed-to-seed difference over "
+    f"R@1/5/10 of both directions is {deltas[worst]:.1f} points ({metrics[worst]}), "
+    f"{'more than' if deltas[worst] > SEED_SPREAD else 'within'} the paper's {SEED_SPREAD:.2f} for the same six "
+    f"metrics over its {paper_seeds} seeds (Table A8, Long-DCI); its average R@1 moves by {average:.1f}"
+    + (f" (max − min over {len(method_runs)} seeds tends to exceed that over {paper_seeds}, for the same noise)."
+       if len(method_runs) > paper_seeds else "."))
+
+# (g): the boost at each fixed s, the same γ across s, and runs with the same s·γ
+grid = {(float(s), float(g)): r1(run) for s, by_gamma in temperature_runs.items() for g, run in by_gamma.items()}
+temperatures = sorted({s for s, _ in grid})
+gains = {(s, g): v - grid[s, 0.0] for (s, g), v in grid.items() if g > 0 and (s, 0.0) in grid}
+line = (f"**(g) Temperature × γ** ({where['temperature']}): every γ > 0 is "
+        + ("ahead of γ = 0 at its s by more than σ" if all(compared(v, sigma) == "ahead of" for v in gains.values())
+           else "not ahead of γ = 0 at its s by more than σ everywhere")
+        + " (" + "; ".join(f"s = {s:g}, γ = {g:g}: {v:+.1f}" for (s, g), v in sorted(gains.items())) + ")")
+shared = sorted({g for s, g in gains if all((t, g) in gains for t in temperatures)})
+if len(temperatures) > 1 and shared:
+    a, b = temperatures[0], temperatures[-1]
+    words = {compared(gains[a, g] - gains[b, g], sigma, "more", "as much", "less") for g in shared}
+    summary = (f"about as much at s = {a:g} as at s = {b:g}" if words == {"as much"} else
+               f"{words.pop()} at s = {a:g} than at s = {b:g}" if len(words) == 1 else
+               f"different amounts at s = {a:g} and at s = {b:g}")
+    line += f"; at the same γ the boost adds {summary} (" + "; ".join(
+        f"γ = {g:g}: {gains[a, g]:+.1f} vs {gains[b, g]:+.1f}, a difference of {gains[a, g] - gains[b, g]:+.2f}, "
+        f"{beyond(gains[a, g] - gains[b, g])}" for g in shared) + ")"
+twins = [((s, g), (t, h)) for (s, g) in grid for (t, h) in grid if s < t and g > 0 and h > 0
+         and math.isclose(s * g, t * h)]
+for (s, g), (t, h) in twins:
+    gap = grid[s, g] - grid[t, h]
+    line += (f"; the runs with the same s·γ = {s * g:g} (s = {s:g}, γ = {g:g} and s = {t:g}, γ = {h:g}) score "
+             + ("alike (" if compared(gap, sigma) == "level with" else "differently (")
+             + f"{gap_note(gap, sigma)})")
+if twins:
+    line += (", so the boost does not act through s·γ alone" if any(
+        compared(grid[x] - grid[y], sigma) != "level with" for x, y in twins) else
+        ", as if the boost acted through s·γ alone")
+lines.append(line + ".")
+
+display(Markdown("\n\n".join(f"* {line}" for line in lines)))
+
+# %% [markdown] tags=[]
+# Chapter 5 sets all of these beside the paper's numbers and judges each claim, on the full grids.
 
 # %% [markdown] tags=[]
 # ## Exercises
@@ -266,9 +487,9 @@ print(exp.save_json("ablations", studies.slim({
 #    recomputed margin relax, and how many more does the frozen run demand after its last epoch?
 # 2. **s and γ are not interchangeable.** By Eq. 4 the boost re-weights negatives through s·γ only. On one
 #    training batch (`v, t, _ = exp.first_training_batch()`), evaluate L_HN (`hnclip_core.losses.HNClipLoss`) at
-#    (s, γ) = (100, 0.5) and (50, 1). Compare (a) the two losses, (b) for query 0, how each changes the ratio of
-#    two negatives' posteriors relative to InfoNCE at the same s, and (c) both losses with the image features
-#    set to zero (S = 0). Why does (g) train γ = 0 at every s as that s's own reference?
+#    $(s, \gamma) = (100, 0.5)$ and $(50, 1)$. Compare (a) the two losses, (b) for query 0, how each changes the
+#    ratio of two negatives' posteriors relative to InfoNCE at the same s, and (c) both losses with the image
+#    features set to zero (S = 0). Why does (g) train γ = 0 at every s as that s's own reference?
 # 3. **How long is an ablation run?** With the chapter's recipe (`studies.SCALES[scale]`), predict how many
 #    optimizer steps each run of (a)–(c) takes, how many training pairs every epoch leaves out (the last partial
 #    batch is dropped), and the learning-rate factor of each step (linear warm-up over `warmup_steps`, then

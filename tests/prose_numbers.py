@@ -7,8 +7,9 @@ prose true. Typed markdown may therefore state only numbers that cannot drift fr
 * **references** — equation, table, figure, section, appendix and chapter numbers (``Eq. 2``, ``Table A5``,
   ``§2.4``, ``Fig. 3, 5``);
 * **the paper's numbers**, in a sentence that says they are the paper's (it names the paper, a table, a figure
-  or a section, and not the toy or our runs) and equal to a number of the paper data (``hnclip_core.replication.paper``) at the printed
-  precision (a percentage also matches the paper's fraction: ``80 %`` ↔ ``0.8``);
+  or a section, and not the toy or our runs) and equal to a number of the paper data
+  (``hnclip_core.replication.paper``) at the printed precision (a percentage also matches the paper's fraction:
+  ``80 %`` ↔ ``0.8``);
 * **inputs** — numbers that occur in the chapter's own code (its parameters and constants: ``16 × 8``,
   ``γ = 0.5``, the threshold ``1e-3``) or are the recipe's fixed sizes (:data:`RECIPE_CONSTANTS`), which the
   reader sets rather than measures; and the integers 0–10, which prose uses for counting ("two losses");

@@ -157,3 +157,13 @@ def test_thresholds_and_diagnostics_tables():
     lines = diagnostics_table([row], SATURATION).splitlines()
     assert lines[2] == "| 1 | 7 | 50% | 25% | 100% | 123 | 0.30 |"
     assert lines[3] == "| paper (Long-CLIP-L, DOCCI) | 148 | 80% (epoch 1) | 47% | ≥ 26% | 10²–10⁶ | 0.58 (median) |"
+
+
+def test_comparison_words_follow_the_scorecards_sigma_convention():
+    from hnclip_core.replication.report import compared, gap_note
+
+    assert compared(0.70, 0.63) == "ahead of" and compared(-0.70, 0.63) == "behind"
+    assert compared(0.63, 0.63) == "level with" and compared(-0.2, 0.63) == "level with"  # exactly σ is not past it
+    assert gap_note(0.2, 0.63) == "+0.20, within σ = 0.63"
+    assert gap_note(0.7, 0.63) == "+0.70: more than σ = 0.63, less than 2σ"
+    assert gap_note(-1.4, 0.63) == "-1.40; σ = 0.63"

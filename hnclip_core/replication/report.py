@@ -1,16 +1,19 @@
 """Tables for the notebooks, as Markdown text (what a notebook shows and nbval compares).
 
 Numbers are formatted here, once, so every notebook prints them the same way: recalls with one decimal
-(the toy's test split has 1,000 pairs, so 0.1 point is one query), similarities with three.
+(the toy's test split has 1,000 pairs, so 0.1 point is one query), similarities with three. The scorecard's verdicts
+are tabled here too (:func:`verdicts_table`), and the words a computed sentence picks for a comparison
+(:func:`compared`, :func:`gap_note`: against σ, the seed spread, by the scorecard's convention).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = [
-    "diagnostics_table", "geometry_table", "markdown_table", "recall_table", "thresholds_table",
+    "SOURCE_NAMES", "compared", "diagnostics_table", "gap_note", "geometry_table", "markdown_table", "power_of_ten",
+    "recall_table", "renamed", "thresholds_table", "verdicts_table",
 ]
 
 DIRECTIONS = (("t2i", "T→I"), ("i2t", "I→T"))
@@ -68,7 +71,7 @@ def thresholds_table(thresholds: Sequence[dict]) -> str:
     return markdown_table(["precision"] + [f"{label}: Δ (s·Δ)" for _, label in events], rows)
 
 
-def _power_of_ten(value: float) -> str:
+def power_of_ten(value: float) -> str:
     """``100`` → ``10²``."""
     return "10" + str(round(math.log10(value))).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
 
@@ -83,7 +86,7 @@ def diagnostics_table(diagnostics: Sequence[dict], paper: dict | None = None) ->
              f"{100 * (1 - solved(d, 'hn')):.0f}%", f"{d['median_grad_ratio']:.3g}", f"{d['cosine_mean']:.2f}"]
             for d in diagnostics]
     if paper is not None:
-        low, high = (_power_of_ten(r) for r in paper["grad_ratio_range"])
+        low, high = (power_of_ten(r) for r in paper["grad_ratio_range"])
         rows.append(["paper (Long-CLIP-L, DOCCI)", paper["measurements"],
                      f"{100 * paper['solved_clip_first_epoch']:.0f}% (epoch 1)",
                      f"{100 * paper['grad_zero_clip']:.0f}%",
@@ -92,3 +95,100 @@ def diagnostics_table(diagnostics: Sequence[dict], paper: dict | None = None) ->
     header = ["epoch", "measured steps", "micro-batches at L_CLIP < 1e-3", "∇L_CLIP = 0",
               "micro-batches at L_HN ≥ 1e-3", "median ‖∇L_HN‖/‖∇L_CLIP‖", "mean cos(∇L_CLIP, ∇L_HN)"]
     return markdown_table(header, rows)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Words chosen by the numbers: a sentence that compares two runs stays true when the runs change
+# ---------------------------------------------------------------------------------------------------------
+
+_EPS = 1e-9  # as the scorecard's: a difference this small is float noise, and a result exactly at σ is not past it
+
+
+def compared(gap: float, sigma: float, ahead: str = "ahead of", level: str = "level with",
+             behind: str = "behind") -> str:
+    """How ``gap`` = A − B reads against σ, the seed spread, by the scorecard's convention (A beats B when A − B
+    exceeds σ; exactly σ does not): ``ahead`` (A is ``ahead`` B), ``level`` (within σ) or ``behind``."""
+    if gap - sigma > _EPS:
+        return ahead
+    if -gap - sigma > _EPS:
+        return behind
+    return level
+
+
+def gap_note(gap: float, sigma: float) -> str:
+    """``gap`` and how it sits against σ, for a parenthesis: "+0.70: more than σ = 0.63, less than 2σ"."""
+    size = abs(gap)
+    if size - sigma <= _EPS:
+        return f"{gap:+.2f}, within σ = {sigma:.2f}"
+    if size - 2 * sigma <= _EPS:
+        return f"{gap:+.2f}: more than σ = {sigma:.2f}, less than 2σ"
+    return f"{gap:+.2f}; σ = {sigma:.2f}"
+
+
+#: How the verdicts table names the files our numbers come from.
+SOURCE_NAMES = {
+    "ablations.json (full grid)": "full grid", "framework_throughput.json": "throughput benchmark",
+    "fine_tuning.json": "chapter 3", "saturation.json": "chapter 2", "geometry.json": "chapter 1",
+    "calibration.json:": "calibration, ", "calibration.json": "calibration", "ablations.json": "chapter 4",
+}
+
+
+def _number(value) -> str:
+    """A number of a verdict as the scorecard shows it (three significant digits, two decimals from 10 on)."""
+    if isinstance(value, float):
+        return "n/a" if math.isnan(value) else f"{value:.3g}" if abs(value) >= 1000 or abs(value) < 10 else \
+            f"{value:.2f}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_number(v) for v in value) + "]"
+    return str(value)
+
+
+def _value(label: str, value) -> str:
+    """``value`` of ``label``; a list with as many numbers as the label has " / "-parts is written a / b."""
+    if isinstance(value, list | tuple) and len(value) > 1 and len(label.split(" / ")) == len(value) \
+            and all(isinstance(v, int | float) for v in value):
+        return " / ".join(_number(v) for v in value)
+    return _number(value)
+
+
+def _numbers(numbers: Mapping) -> str:
+    """A verdict's numbers, one per line; with ``runs``, every other list of that length is read run by run."""
+    runs = numbers.get("runs")
+    lines = []
+    for label, value in numbers.items():
+        if label == "runs":
+            continue
+        if runs and isinstance(value, list | tuple) and len(value) == len(runs) and len(runs) > 1:
+            lines += [f"{label}:"] + [f"{run}: {_value(label, v)}" for run, v in zip(runs, value, strict=True)]
+        else:
+            lines.append(f"{label} {_value(label, value)}")
+    return "<br>".join(lines) or "–"
+
+
+def renamed(text: str, names: Mapping[str, str] = SOURCE_NAMES) -> str:
+    """``text`` with every file name of ``names`` replaced by what the chapters call it."""
+    for old, new in names.items():
+        text = text.replace(old, new)
+    return text
+
+
+def verdicts_table(verdicts: Sequence, rules: Mapping[str, tuple[str, str]] | None = None,
+                   names: Mapping[str, str] = SOURCE_NAMES) -> str:
+    """Markdown, one row per claim: the claim; the paper's side (where it says so, and its numbers); ours (and
+    where they come from); the verdict; and why — what decided it, then the rule and the reason for its threshold
+    (``rules``: claim id → ``(rule, why)``, e.g. from the scorecard's claims).
+
+    ``verdicts`` are :class:`hnclip_core.replication.scorecard.Verdict`; file names are shown by ``names``.
+    """
+    shown = {"reproduced": "reproduced", "not reproduced": "**not reproduced**", "not measured": "not measured"}
+    rows = []
+    for v in verdicts:
+        ours = _numbers(v.ours) + (f"<br>*from {v.source.replace('; ', ', ')}*" if v.source and v.ours else "")
+        why = v.explanation
+        if rules and v.claim_id in rules:
+            rule, reason = rules[v.claim_id]
+            why += f"<br>*rule:* {rule} (*why:* {reason})"
+        rows.append([v.text, f"{v.reference}<br>{_numbers(v.paper)}", renamed(ours, names), shown[v.status],
+                     renamed(why, names)])
+    return markdown_table(["claim", "paper", "ours", "verdict", "why"],
+                          [[str(cell).replace("|", "∣") for cell in row] for row in rows])
