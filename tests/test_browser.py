@@ -112,16 +112,24 @@ def committed_figures(notebook, cells: range) -> int:
                for output in notebook.cells[i].outputs)
 
 
-def math_in_markdown(notebook) -> int:
-    """How many TeX expressions (``$…$`` or ``$$…$$``) the Markdown cells hold, code spans excepted.
+def math_in_markdown(notebook, outputs_of: range | None = None) -> int:
+    """How many TeX expressions (``$…$`` or ``$$…$$``) the Markdown cells hold, code spans excepted, and the Markdown
+    outputs of the code cells in ``outputs_of`` (default: every cell; a chapter renders some sentences with
+    ``display(Markdown(…))``).
 
     JupyterLab sets each one as a MathJax ``mjx-container``; code spans are left alone, as JupyterLab does.
     """
+    def expressions(text: str) -> int:
+        text = re.sub(r"`[^`\n]*`", "", text)
+        return len(re.findall(r"\$\$.+?\$\$|\$[^$]+?\$", text, flags=re.DOTALL))
+
     count = 0
-    for cell in notebook.cells:
+    for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "markdown":
-            text = re.sub(r"`[^`\n]*`", "", cell.source)
-            count += len(re.findall(r"\$\$.+?\$\$|\$[^$]+?\$", text, flags=re.DOTALL))
+            count += expressions(cell.source)
+        elif outputs_of is None or index in outputs_of:
+            count += sum(expressions("".join(output.get("data", {}).get("text/markdown", "")))
+                         for output in cell.get("outputs", []))
     return count
 
 
@@ -420,14 +428,15 @@ def assert_cells_ran_cleanly(cells: list[dict], ran: range, page) -> None:
             assert re.fullmatch(r"\[\d+\]:", cells[i]["prompt"]), f"not executed: {describe(cells, i)}"
 
 
-def assert_equations_typeset(cells: list[dict], notebook) -> None:
-    """Every Markdown cell is rendered, every TeX expression set by MathJax, no ``$`` left outside code."""
+def assert_equations_typeset(cells: list[dict], notebook, outputs_of: range | None = None) -> None:
+    """Every Markdown cell is rendered, every TeX expression set by MathJax (those of the Markdown outputs of the
+    cells in ``outputs_of`` too), no ``$`` left outside code."""
     markdown = [i for i, cell in enumerate(cells) if cell["kind"] == "markdown"]
     assert all(cells[i]["renderedMarkdown"] for i in markdown), "a Markdown cell is shown as source"
     for i in markdown:
         assert "$" not in cells[i]["markdownText"], f"raw TeX in Markdown cell {i}: {cells[i]['markdownText'][:400]}"
         assert not cells[i]["equationErrors"], f"MathJax could not set Markdown cell {i}: {cells[i]['equationErrors']}"
-    assert sum(cell["equations"] for cell in cells) == math_in_markdown(notebook)
+    assert sum(cell["equations"] for cell in cells) == math_in_markdown(notebook, outputs_of)
 
 
 # --- the chapters ------------------------------------------------------------------------------------------------
@@ -462,7 +471,7 @@ def test_chapter_2_runs_in_jupyterlab_through_the_explorer(page, lab):
     assert sum(cell["pngs"] for cell in cells[: explorer]) == committed_figures(notebook, range(explorer))
     assert cells[explorer]["pngs"] == 1, "the explorer's draw button drew no figure"
     assert widget.locator(".widget-slider").count() == 3  # γ, s and the query row
-    assert_equations_typeset(cells, notebook)
+    assert_equations_typeset(cells, notebook, outputs_of=ran)
 
 
 CHAPTERS = sorted(path.name for path in NOTEBOOKS.glob("0[1-5]_*.ipynb"))

@@ -167,3 +167,4 @@ def test_comparison_words_follow_the_scorecards_sigma_convention():
     assert gap_note(0.2, 0.63) == "+0.20, within σ = 0.63"
     assert gap_note(0.7, 0.63) == "+0.70: more than σ = 0.63, less than 2σ"
     assert gap_note(-1.4, 0.63) == "-1.40; σ = 0.63"
+    assert compared(5.0, float("nan")) == "level with" and gap_note(5.0, float("nan")) == "+5.00, no σ measured"

@@ -118,6 +118,8 @@ def compared(gap: float, sigma: float, ahead: str = "ahead of", level: str = "le
 def gap_note(gap: float, sigma: float) -> str:
     """``gap`` and how it sits against σ, for a parenthesis: "+0.70: more than σ = 0.63, less than 2σ"."""
     size = abs(gap)
+    if math.isnan(sigma):
+        return f"{gap:+.2f}, no σ measured"
     if size - sigma <= _EPS:
         return f"{gap:+.2f}, within σ = {sigma:.2f}"
     if size - 2 * sigma <= _EPS:
