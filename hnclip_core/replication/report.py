@@ -12,8 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 __all__ = [
-    "SOURCE_NAMES", "compared", "diagnostics_table", "gap_note", "geometry_table", "markdown_table", "power_of_ten",
-    "recall_table", "renamed", "thresholds_table", "verdicts_table",
+    "SOURCE_NAMES", "compared", "diagnostics_table", "format_number", "gap_note", "geometry_table", "markdown_table",
+    "power_of_ten", "recall_table", "renamed", "thresholds_table", "verdicts_table",
 ]
 
 DIRECTIONS = (("t2i", "T→I"), ("i2t", "I→T"))
@@ -135,13 +135,13 @@ SOURCE_NAMES = {
 }
 
 
-def _number(value) -> str:
+def format_number(value) -> str:
     """A number of a verdict as the scorecard shows it (three significant digits, two decimals from 10 on)."""
     if isinstance(value, float):
         return "n/a" if math.isnan(value) else f"{value:.3g}" if abs(value) >= 1000 or abs(value) < 10 else \
             f"{value:.2f}"
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_number(v) for v in value) + "]"
+        return "[" + ", ".join(format_number(v) for v in value) + "]"
     return str(value)
 
 
@@ -149,8 +149,8 @@ def _value(label: str, value) -> str:
     """``value`` of ``label``; a list with as many numbers as the label has " / "-parts is written a / b."""
     if isinstance(value, list | tuple) and len(value) > 1 and len(label.split(" / ")) == len(value) \
             and all(isinstance(v, int | float) for v in value):
-        return " / ".join(_number(v) for v in value)
-    return _number(value)
+        return " / ".join(format_number(v) for v in value)
+    return format_number(value)
 
 
 def _numbers(numbers: Mapping) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from . import paper
-from .report import markdown_table
+from .report import format_number, markdown_table
 from .tidy import NotMeasured, Table, seed_std
 
 __all__ = ["CALIBRATION", "CLAIMS", "Claim", "STATUSES", "Verdict", "calibration_view", "claims_table", "judge",
@@ -105,16 +105,6 @@ def calibration_view(table: Table) -> list[Verdict]:
 
 def _above(value: float, threshold: float) -> bool:
     return value - threshold > _EPS
-
-
-def _f(value) -> str:
-    """A number as the scorecard shows it."""
-    if isinstance(value, float):
-        return "n/a" if math.isnan(value) else f"{value:.3g}" if abs(value) >= 1000 or abs(value) < 10 else \
-            f"{value:.2f}"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_f(v) for v in value) + "]"
-    return str(value)
 
 
 def _in_domain(table: Table, in_domain: bool = True) -> Table:
@@ -673,7 +663,7 @@ CALIBRATION: tuple[Claim, ...] = (
 
 
 def _numbers(numbers: dict) -> str:
-    return "; ".join(f"{k} {_f(v)}" for k, v in numbers.items()) or "–"
+    return "; ".join(f"{k} {format_number(v)}" for k, v in numbers.items()) or "–"
 
 
 def scorecard_table(verdicts: Sequence[Verdict]) -> str:
