@@ -246,3 +246,17 @@ def test_framework_throughput_benchmark_writes_what_the_efficiency_table_draws(t
     assert table.splitlines()[3].startswith("| goal |")
     with_paper = throughput_table(measured, {"longclip": {"clip": 55.5, "hn": 53.0}}).splitlines()
     assert with_paper[2].endswith("| 55.5 | 53 |") and with_paper[3].endswith("| – | – |")
+
+
+def test_committed_results_name_files_not_this_machines_paths():
+    """results/*.json say which checkpoint by file name and SHA-256, and which run by folder name."""
+    import re
+    from pathlib import Path
+
+    from hnclip_core.replication.ablations import portable_paths
+
+    for path in Path(__file__).resolve().parents[1].joinpath("results").glob("*.json"):
+        assert not re.search(r'"(/|[A-Za-z]:\\\\)[^"]*"', path.read_text()), f"{path.name} records an absolute path"
+    record = portable_paths({"config": {"checkpoint": str(Path(__file__).resolve()), "output_dir": "/x/runs/clip-1"}})
+    assert record["config"]["checkpoint"] == Path(__file__).name and record["config"]["output_dir"] == "clip-1"
+    assert len(record["config"]["checkpoint_sha256"]) == 64

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import itertools
 import json
 import statistics
@@ -238,6 +239,24 @@ def _point_seconds(folder: Path, entry: Mapping) -> float:
     return float(entry["seconds"])
 
 
+def portable_paths(node):
+    """``node`` (a collected grid, or any part of one) with this machine's paths taken out: a run's ``output_dir``
+    by its folder name, a ``checkpoint`` by its file name with its SHA-256 beside it (``checkpoint_sha256``)."""
+    if isinstance(node, list):
+        return [portable_paths(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: portable_paths(value) for key, value in node.items()}
+    if isinstance(out.get("output_dir"), str):
+        out["output_dir"] = Path(out["output_dir"]).name
+    checkpoint = out.get("checkpoint")
+    if isinstance(checkpoint, str) and Path(checkpoint).is_absolute():
+        out["checkpoint"] = Path(checkpoint).name
+        if Path(checkpoint).is_file():
+            out["checkpoint_sha256"] = hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
+    return out
+
+
 def collect(runs_root: str | Path, studies: Sequence[str] = tuple(STUDIES)) -> dict:
     """Every finished study under ``runs_root`` (one folder per study, as the grid files name them) as the
     sections of :func:`section`, plus ``studies``: per study its points, failures and summed seconds."""
@@ -269,7 +288,7 @@ def collect(runs_root: str | Path, studies: Sequence[str] = tuple(STUDIES)) -> d
             if transfer:
                 collected["gamma_transfer"] = transfer
                 collected["studies"]["gamma"]["transfer_dataset"] = name
-    return collected
+    return portable_paths(collected)
 
 
 def run_studies(studies: Sequence[str] = tuple(STUDIES), output: str | Path | None = RESULTS_FILE,
@@ -302,6 +321,7 @@ def write_results(collected: Mapping, output: str | Path) -> dict:
     merged.update({key: value for key, value in collected.items() if key != "studies"})
     merged["studies"] = {**merged.get("studies", {}), **collected["studies"]}
     path.parent.mkdir(parents=True, exist_ok=True)
+    merged = portable_paths(merged)  # parts merged from an older file too
     path.write_text(json.dumps(merged, indent=1))
     return merged
 
