@@ -43,6 +43,7 @@ REFERENCE = re.compile(
 )
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", re.DOTALL)
 CODE = re.compile(r"`[^`]*`")
+FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 #: A number as prose writes it: 0.84, 1,200, 47 %, 1e-3, 10⁻³, 10^2, −0.27.
@@ -137,17 +138,14 @@ def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?;:])\s+(?=[A-Z*(\[])|\n\s*[*-]\s|\n\n|\|", text) if s.strip()]
 
 
-def stale_numbers(notebook: dict) -> list[StaleNumber]:
-    """The typed numbers of ``notebook`` (an nbformat dict) that only a computation could vouch for."""
-    cells = notebook["cells"]
-    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-    inputs = _numbers_in(code) | {Decimal(n) for n in RECIPE_CONSTANTS}
+def _stale_in(texts: list[str | None], inputs: set[Decimal]) -> list[StaleNumber]:
+    """The typed numbers of the markdown ``texts`` (None: not markdown, skipped) that are not ``inputs``."""
+    inputs = inputs | {Decimal(n) for n in RECIPE_CONSTANTS}
     found = []
-    for index, cell in enumerate(cells):
-        if cell["cell_type"] != "markdown":
+    for index, text in enumerate(texts):
+        if text is None:
             continue
-        text = "".join(cell["source"])
-        for pattern in (COMMENT, MATH, CODE, LINK_TARGET, REFERENCE):
+        for pattern in (COMMENT, FENCE, MATH, CODE, LINK_TARGET, REFERENCE):
             text = pattern.sub(" ", text)
         for sentence in _sentences(text):
             for match in NUMBER.finditer(sentence):
@@ -162,6 +160,21 @@ def stale_numbers(notebook: dict) -> list[StaleNumber]:
                     continue
                 found.append(StaleNumber(index, number, sentence))
     return found
+
+
+def stale_numbers(notebook: dict) -> list[StaleNumber]:
+    """The typed numbers of ``notebook`` (an nbformat dict) that only a computation could vouch for."""
+    cells = notebook["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return _stale_in(["".join(c["source"]) if c["cell_type"] == "markdown" else None for c in cells],
+                     _numbers_in(code))
+
+
+def stale_numbers_in_document(text: str, inputs: str = "") -> list[StaleNumber]:
+    """The typed numbers of a markdown document (its generated blocks left out by the caller) that no computation
+    vouches for; ``inputs`` is text whose numbers are settings the reader chooses (e.g. the Makefile). Each
+    paragraph counts as a cell."""
+    return _stale_in(re.split(r"\n\s*\n", text), _numbers_in(inputs))
 
 
 if __name__ == "__main__":

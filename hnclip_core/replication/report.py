@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 __all__ = [
     "SOURCE_NAMES", "compared", "diagnostics_table", "format_number", "gap_note", "geometry_table", "markdown_table",
-    "power_of_ten", "recall_table", "renamed", "thresholds_table", "verdicts_table",
+    "numbers_cell", "power_of_ten", "recall_table", "renamed", "thresholds_table", "verdicts_table",
 ]
 
 DIRECTIONS = (("t2i", "T→I"), ("i2t", "I→T"))
@@ -153,7 +153,7 @@ def _value(label: str, value) -> str:
     return format_number(value)
 
 
-def _numbers(numbers: Mapping) -> str:
+def numbers_cell(numbers: Mapping) -> str:
     """A verdict's numbers, one per line; with ``runs``, every other list of that length is read run by run."""
     runs = numbers.get("runs")
     lines = []
@@ -175,22 +175,24 @@ def renamed(text: str, names: Mapping[str, str] = SOURCE_NAMES) -> str:
 
 
 def verdicts_table(verdicts: Sequence, rules: Mapping[str, tuple[str, str]] | None = None,
-                   names: Mapping[str, str] = SOURCE_NAMES) -> str:
+                   names: Mapping[str, str] = SOURCE_NAMES, statuses: Mapping[str, str] | None = None) -> str:
     """Markdown, one row per claim: the claim; the paper's side (where it says so, and its numbers); ours (and
     where they come from); the verdict; and why — what decided it, then the rule and the reason for its threshold
     (``rules``: claim id → ``(rule, why)``, e.g. from the scorecard's claims).
 
-    ``verdicts`` are :class:`hnclip_core.replication.scorecard.Verdict`; file names are shown by ``names``.
+    ``verdicts`` are :class:`hnclip_core.replication.scorecard.Verdict`; file names are shown by ``names``, and a
+    status by ``statuses`` where given (e.g. "met" for a design target).
     """
-    shown = {"reproduced": "reproduced", "not reproduced": "**not reproduced**", "not measured": "not measured"}
+    shown = {"reproduced": "reproduced", "not reproduced": "**not reproduced**", "not measured": "not measured",
+             **(statuses or {})}
     rows = []
     for v in verdicts:
-        ours = _numbers(v.ours) + (f"<br>*from {v.source.replace('; ', ', ')}*" if v.source and v.ours else "")
+        ours = numbers_cell(v.ours) + (f"<br>*from {v.source.replace('; ', ', ')}*" if v.source and v.ours else "")
         why = v.explanation
         if rules and v.claim_id in rules:
             rule, reason = rules[v.claim_id]
             why += f"<br>*rule:* {rule} (*why:* {reason})"
-        rows.append([v.text, f"{v.reference}<br>{_numbers(v.paper)}", renamed(ours, names), shown[v.status],
+        rows.append([v.text, f"{v.reference}<br>{numbers_cell(v.paper)}", renamed(ours, names), shown[v.status],
                      renamed(why, names)])
     return markdown_table(["claim", "paper", "ours", "verdict", "why"],
                           [[str(cell).replace("|", "∣") for cell in row] for row in rows])
