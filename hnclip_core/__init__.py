@@ -7,6 +7,10 @@ Margins for Dense-Caption Retrieval* (HN-CLIP, arXiv 2608.18521). One module per
 * :mod:`hnclip_core.longclip` — exact Long-CLIP checkpoint loading into open_clip, and saving;
 * :mod:`hnclip_core.evaluate` — Recall@K retrieval evaluation (App. D.3);
 * :mod:`hnclip_core.data` — the real benchmarks' loaders and the embedded synthetic benchmark.
+
+``pip install hnclip-core`` brings what the core needs, and the toy and ``python -m hnclip_core train`` need no more;
+the notebooks' harness (the chapters, ablation grids, scorecard, plots and LoRA adapters of :mod:`.replication` and
+:mod:`.frameworks`) needs the ``[lab]`` extra: ``pip install 'hnclip-core[lab]'`` (docs/package.md).
 """
 
 __version__ = "0.1.0"

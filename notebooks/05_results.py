@@ -49,6 +49,7 @@ from hnclip_core.replication.plots.training import plot_convergence, plot_metric
 from hnclip_core.replication.report import (
     compared,
     diagnostics_table,
+    format_number,
     geometry_table,
     markdown_table,
     power_of_ten,
@@ -56,7 +57,7 @@ from hnclip_core.replication.report import (
     renamed,
     verdicts_table,
 )
-from hnclip_core.replication.scorecard import CALIBRATION, CLAIMS, calibration_view, judge
+from hnclip_core.replication.scorecard import CALIBRATION, CLAIMS, calibration_view, design_targets, judge
 from hnclip_core.replication.tidy import read_results, seed_std
 from hnclip_core.toy.model import shipped_toy_path
 from hnclip_core.train import training_subset
@@ -154,24 +155,21 @@ display(Markdown(
 # %% [markdown]
 # ### The toy's design targets (not claims of the paper)
 # When the toy was built, targets were fixed for it before its runs: a strong initialisation on which InfoNCE is
-# already solved and its errors are near-twins — the regime the paper describes for Long-CLIP-L on DOCCI — and a
-# text space that fine-tuning only nudges. They say whether the toy is the kind of model the experiment needs. They
-# are not verdicts on the paper and not part of the scorecard; the toy's comparison of HN-CLIP with InfoNCE is
-# judged once, in section 7.
+# already solved and its errors are near-twins — the regime the paper describes for Long-CLIP-L on DOCCI — and
+# fine-tuning with room to help (InfoNCE gaining over the zero-shot toy while its training loss falls). They say
+# whether the toy is the kind of model the experiment needs. They are not verdicts on the paper and not part of the
+# scorecard; the toy's comparison of HN-CLIP with InfoNCE is judged once, in section 7.
 
 # %%
 labels = {"solved_share": "random micro-batches solved for InfoNCE (L_CLIP < 1e-3)",
           "twin_error_share": "T→I top-1 errors on near-twins", "own_family_top1": "top-1 in the query's own family"}
-shared = {c.id for c in CLAIMS} | {"gain_over_infonce"}  # judged in section 7 (the gain: as beats_infonce)
 rules = {c.id: c.rule for c in CALIBRATION}
-targets = [v for v in calibration_view(results) if v.claim_id not in shared]
-before = results.where(study="calibration", objective="hn+tok", epoch=0).values("caption_mean_similarity", "seed")
+targets = design_targets(calibration_view(results))  # HN-CLIP vs InfoNCE: judged in section 7
 rows = []
 for v in targets:
-    measured = [f"{labels.get(k, k)}: " + ", ".join(f"{x:.3f}" for x in (value if isinstance(value, list) else [value]))
+    measured = [f"{labels.get(k, k)}: " + ", ".join(format_number(x) for x in (value if isinstance(value, list)
+                                                                               else [value]))
                 for k, value in v.ours.items()]
-    if v.claim_id == "text_space_nudged" and before:
-        measured.append(f"before fine-tuning (epoch 0), per seed: {', '.join(f'{x:.3f}' for x in before.values())}")
     rows.append([v.text, rules[v.claim_id], "<br>".join(measured) or "–",
                  {"reproduced": "met", "not reproduced": "**missed**"}.get(v.status, v.status)])
 display(Markdown(markdown_table(["design target", "target", "measured", "met?"], rows)))

@@ -1,4 +1,4 @@
-"""Chapter 5 on its own (issue 15, Binder): with none of chapters 1–4 run, it still runs from the committed results."""
+"""Chapter 5 on its own (Binder): with none of chapters 1–4 run, it still runs from the committed results."""
 
 from __future__ import annotations
 

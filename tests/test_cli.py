@@ -66,3 +66,15 @@ def test_pretrain_toy_variants_change_only_what_they_name():
                                         "--dense-alt-share", "0"]))
     assert (gap.detail_rate, gap.learn_logit_scale, gap.dense_alt_share) == (0.1, False, 0.0)
     assert gap.digest() != TOY_RECIPE.digest() and gap.clip_steps == TOY_RECIPE.clip_steps
+
+
+def test_a_harness_command_without_the_lab_extra_names_it():
+    from hnclip_core.replication.cli import LAB_INSTALL, needs_lab
+
+    with pytest.raises(SystemExit) as stopped, needs_lab("calibrate"):
+        raise ModuleNotFoundError("No module named 'jsonschema'", name="jsonschema")
+    assert "jsonschema is not installed" in str(stopped.value) and LAB_INSTALL in str(stopped.value)
+    assert LAB_INSTALL == "pip install 'hnclip-core[lab]'"
+    # a module of the package itself missing is a broken install: the error stays as it is
+    with pytest.raises(ModuleNotFoundError), needs_lab("calibrate"):
+        raise ModuleNotFoundError("No module named 'hnclip_core.gone'", name="hnclip_core.gone")

@@ -1,4 +1,5 @@
-"""The conda environment files (root and Binder) list every runtime dependency of pyproject.toml."""
+"""The conda environment files (root and Binder) list every dependency of pyproject.toml's core and of its [lab]
+extra (they are the notebooks' environments), with the core's version ranges of torch and open_clip_torch."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 try:
     import tomllib
@@ -22,7 +25,6 @@ POST_BUILD = ROOT / "binder" / "postBuild"
 # PyPI name (normalised) -> the conda-forge names that provide it. Checked by hand: add new dependencies here.
 CONDA_FORGE_NAMES = {
     "torch": {"pytorch"},
-    "torchvision": {"torchvision"},
     "open-clip-torch": {"open-clip-torch"},
     "peft": {"peft"},
     "numpy": {"numpy"},
@@ -36,6 +38,7 @@ CONDA_FORGE_NAMES = {
     "pyyaml": {"pyyaml"},
     "jsonschema": {"jsonschema"},
     "psutil": {"psutil"},
+    "jupyterlab": {"jupyterlab"},
 }
 # On Binder the CPU-only build stands for pytorch.
 BINDER_EXTRA_NAMES = {"torch": {"pytorch-cpu"}}
@@ -46,10 +49,15 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def runtime_dependencies() -> list[str]:
-    """Normalised names of pyproject.toml's [project].dependencies (versions, extras and markers dropped)."""
+def runtime_requirements() -> dict[str, SpecifierSet]:
+    """{normalised name: version range} of pyproject.toml's [project].dependencies and of its [lab] extra."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [normalise(re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", spec).group()) for spec in project["dependencies"]]
+    requirements = [Requirement(spec) for spec in project["dependencies"] + project["optional-dependencies"]["lab"]]
+    return {normalise(requirement.name): requirement.specifier for requirement in requirements}
+
+
+def runtime_dependencies() -> list[str]:
+    return list(runtime_requirements())
 
 
 def load_environment(path: Path) -> dict:
@@ -73,8 +81,8 @@ ENVIRONMENTS = [pytest.param(ROOT_ENV, id="root"), pytest.param(BINDER_ENV, id="
 def test_every_runtime_dependency_has_a_conda_forge_name():
     unmapped = [name for name in runtime_dependencies() if name not in CONDA_FORGE_NAMES]
     assert not unmapped, (
-        f"new runtime dependencies {unmapped} in pyproject.toml: add their conda-forge names to CONDA_FORGE_NAMES "
-        f"in {Path(__file__).name}, and the packages to environment.yml and binder/environment.yml"
+        f"new dependencies {unmapped} of the core or the [lab] extra in pyproject.toml: add their conda-forge names "
+        f"to CONDA_FORGE_NAMES in {Path(__file__).name}, and the packages to environment.yml and binder/environment.yml"
     )
 
 
@@ -102,10 +110,23 @@ def test_environment_uses_conda_forge_python_and_jupyterlab(path):
 
 def test_root_pytorch_is_cpu_agnostic_and_binder_cpu_only():
     root = conda_packages(load_environment(ROOT_ENV))
-    assert root["pytorch"] == "pytorch" and not {"pytorch-cpu", "pytorch-gpu"} & set(root)
+    version = r"[<>=!]=?[\d.*]+"
+    assert re.fullmatch(rf"pytorch(\s+{version}(,{version})*)?", root["pytorch"]), "a version range, no build string"
+    assert not {"pytorch-cpu", "pytorch-gpu"} & set(root)
     binder = conda_packages(load_environment(BINDER_ENV))
-    cpu_pinned = "pytorch-cpu" in binder or re.fullmatch(r"pytorch\s*=\S*=cpu.*", binder.get("pytorch", ""))
-    assert cpu_pinned and "pytorch-gpu" not in binder
+    assert "pytorch-cpu" in binder and not {"pytorch", "pytorch-gpu"} & set(binder)
+
+
+@pytest.mark.parametrize("path", ENVIRONMENTS)
+@pytest.mark.parametrize("name", ["torch", "open-clip-torch"])
+def test_environment_pins_what_pyproject_pins(path, name):
+    """The committed outputs were made with these releases: conda must not pick another minor (e.g. open_clip 3.0)."""
+    pinned = runtime_requirements()[name]
+    assert pinned, f"pyproject.toml gives {name} no version range"
+    packages = conda_packages(load_environment(path))
+    conda_name = next(n for n in CONDA_FORGE_NAMES[name] | BINDER_EXTRA_NAMES.get(name, set()) if n in packages)
+    conda_range = SpecifierSet(packages[conda_name].removeprefix(conda_name).strip())  # conda: ">=2.14,<2.15"
+    assert conda_range == pinned, f"{path.relative_to(ROOT)}: {packages[conda_name]!r}; pyproject.toml: {name}{pinned}"
 
 
 def test_post_build_installs_the_package_and_fails_fast():

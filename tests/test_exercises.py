@@ -2,8 +2,10 @@
 checked against independent computations: the package's geometry, evaluation, losses, training subset, batches
 and schedule, chapter 2's saturation thresholds, Eq. 4, and known values."""
 
+import inspect
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -442,7 +444,120 @@ def test_chapter5_gain_statistics_by_hand():
 def test_chapter5_solutions_agree_with_the_judge():
     calibration = json.loads(CALIBRATION.read_text())
     table = read_results(calibration=CALIBRATION)
-    gain = next(v for v in calibration_view(table) if v.claim_id == "gain_over_infonce")
+    gain = next(v for v in calibration_view(table) if v.claim_id == "hn_clip_gain")
     assert chapter05.seed_gains(calibration) == pytest.approx(gain.ours["hn+tok − clip avg R@1 per seed"])
     by_seed = table.where(study="calibration", objective="clip", epoch=1).values("micro_solved_clip", "seed")
     assert chapter05.exercise2(calibration) == pytest.approx([by_seed[run["seed"]] for run in calibration["runs"]])
+
+
+def test_chapter5_halving_gains_halve_t():
+    gains = [2.0, 3.0, 4.0]
+    t = chapter05.gain_significance(gains)["t"]
+    roots = chapter05.halving_gains(gains)
+    assert len(roots) == 2 and roots[0] < min(gains) and roots[1] > max(gains)  # t/2 > 1: two roots
+    for x in roots:
+        assert chapter05.gain_significance([*gains, x])["t"] == pytest.approx(t / 2, rel=1e-9)
+    # between the roots t stays above t/2; a fourth seed at the mean raises t by √2
+    assert chapter05.gain_significance([*gains, 3.0])["t"] == pytest.approx(t * math.sqrt(2))
+    assert chapter05.gain_significance([*gains, roots[0] - 0.1])["t"] < t / 2
+    assert chapter05.halving_gains([1.0, 1.0]) == []  # no spread: t is infinite
+    answer = chapter05.exercise1(_calibration([(2.0, 50.0), (3.0, 51.0), (4.0, 49.0)]))
+    assert answer["halving_gains"] == pytest.approx(roots)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Every exercise question has a written answer (issue 23): each chapter's "## Exercises" list, item by item,
+# against the docstring of the matching solution function
+# ------------------------------------------------------------------------------------------------------------
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+SOLUTIONS = {1: chapter01, 2: chapter02, 3: chapter03, 4: chapter04, 5: chapter05}
+#: An answer paragraph of a docstring: a line starting "Answer:" or "Answer (label):", up to the next blank line.
+ANSWER = re.compile(r"^Answer(?: \((.*?)\))?:(.*?)(?=\n\s*\n|\nAnswer\b|\Z)", re.M | re.S)
+#: Fewer words than this is not an answer, whatever its label.
+MIN_ANSWER_WORDS = 15
+
+
+def chapter_exercises(path: Path) -> dict[int, str]:
+    """The numbered items of a chapter script's "## Exercises" list, each joined into one line of text."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    items: dict[int, str] = {}
+    for line in lines[lines.index("# ## Exercises") + 1:]:
+        if (item := re.match(r"# (\d+)\. (.*)", line)) is not None:
+            items[int(item[1])] = item[2]
+        elif (more := re.match(r"#\s{2,}(\S.*)", line)) is not None and items:
+            items[max(items)] += " " + more[1]
+        else:  # a blank comment line, the "Solutions:" line or the end of the cell
+            break
+    return items
+
+
+def sub_questions(item: str) -> tuple[list[str], int]:
+    """What an exercise asks: the letters of its lettered parts ((a), (b), … in sequence; a reference such as
+    "(g)" or "(a)–(c)" to the chapter's sections is not a part) and the number of other questions, the
+    sentences that end in "?" or ask for a prediction, outside the sentences that hold the lettered parts. The
+    bold title is left out: it names the exercise, its body asks it."""
+    body = re.sub(r"^\*\*.*?\*\*", "", item).strip()
+    letters: list[str] = []
+    for letter in re.findall(r"\(([a-z])\)\s", body):
+        if letter == chr(ord("a") + len(letters)):
+            letters.append(letter)
+    parts = re.compile(r"\((?:" + "|".join(letters) + r")\)\s") if letters else None
+    others = 0
+    for sentence in re.split(r"(?<=[.?!])\s+(?=[A-Z(`$])", body):
+        if parts is not None and parts.search(sentence):
+            continue
+        if sentence.rstrip(" )*`").endswith("?") or re.search(r"\bpredict", sentence, re.I):
+            others += 1
+    return letters, others
+
+
+def unanswered(item: str, docstring: str | None) -> list[str]:
+    """What of an exercise ``item`` the solution's ``docstring`` leaves without an answer paragraph."""
+    answers = ANSWER.findall(docstring or "")
+    letters, others = sub_questions(item)
+    labels = [label for label, _ in answers]
+    problems = [f"no 'Answer ({letter}):' paragraph" for letter in letters if letter not in labels]
+    unlettered = [label for label in labels if label not in letters]
+    if len(unlettered) < others:
+        problems.append(f"{others} question(s) besides the lettered parts, {len(unlettered)} answer paragraph(s)")
+    if not answers:
+        problems.append("no answer paragraph at all")
+    problems += [f"answer {label or '(unlabelled)'!r} has fewer than {MIN_ANSWER_WORDS} words"
+                 for label, text in answers if len(text.split()) < MIN_ANSWER_WORDS]
+    return problems
+
+
+def test_the_exercise_parser_reads_parts_questions_and_answers():
+    item = ("**A title?** Do this (see (g) and (a)–(c)). (a) Why? (b) How, and predict what? Then why is it so? "
+            "Predict the rest first. Check it.")
+    assert sub_questions(item) == (["a", "b"], 2)
+    assert sub_questions("Compare (a) one, (b) two and (c) three. Why does (g) train? Predict x.") == (
+        ["a", "b", "c"], 2)
+    assert sub_questions("Compute the numbers of the table.") == ([], 0)
+    words = " ".join(["word"] * MIN_ANSWER_WORDS)
+    assert unanswered(item, f"Doc.\n\nAnswer (a): {words}\n\nAnswer (b): {words}\n\nAnswer: {words}\n\n"
+                            f"Answer (why it is so): {words}") == []
+    assert unanswered(item, f"Answer (a): {words}\nAnswer: {words}\nAnswer: {words}") == [
+        "no 'Answer (b):' paragraph"]
+    assert unanswered(item, f"Answer (a): {words}\n\nAnswer (b): {words}\n\nAnswer: {words}") == [
+        "2 question(s) besides the lettered parts, 1 answer paragraph(s)"]
+    assert unanswered("Do it.", None) == ["no answer paragraph at all"]
+    assert unanswered("Do it.", "Answer: too short.") == [f"answer '(unlabelled)' has fewer than "
+                                                           f"{MIN_ANSWER_WORDS} words"]
+    # the real chapters: chapter 4's exercise 2 has three parts and one more question, (g) is a section
+    assert sub_questions(chapter_exercises(NOTEBOOKS / "04_ablations.py")[2]) == (["a", "b", "c"], 1)
+
+
+@pytest.mark.parametrize("chapter", sorted(SOLUTIONS))
+def test_every_exercise_question_has_a_written_answer(chapter):
+    (path,) = NOTEBOOKS.glob(f"{chapter:02d}_*.py")
+    exercises = chapter_exercises(path)
+    assert exercises and sorted(exercises) == list(range(1, len(exercises) + 1)), f"{path.name}: {sorted(exercises)}"
+    problems = {}
+    for number, item in exercises.items():
+        function = getattr(SOLUTIONS[chapter], f"exercise{number}", None)
+        found = ["no solution function"] if function is None else unanswered(item, inspect.getdoc(function))
+        if found:
+            problems[f"exercise{number}"] = found
+    assert not problems, f"notebooks/solutions/chapter{chapter:02d}.py, exercises of {path.name}: {problems}"

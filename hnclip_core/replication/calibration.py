@@ -1,10 +1,10 @@
-"""Does the embedded toy reproduce the paper's phenomenon? The runs behind issue 12's checks, over seeds.
+"""Does the embedded toy reproduce the paper's phenomenon? The runs behind the toy's design targets, over seeds.
 
 The toy (:mod:`hnclip_core.toy.model`) should behave like Long-CLIP-L on DOCCI in the respects the paper's story
 rests on (arXiv 2608.18521 §2.1, §2.4, Fig. 4, Table 1, Table A1). :func:`run_calibration` measures what that takes
 — the zero-shot regime and caption geometry of the initial model, and InfoNCE and HN-CLIP fine-tuned with the
-gradient monitor on, at every seed — and writes it to ``results/calibration.json``. It judges nothing: issue 12's
-seven checks are claims of the scorecard, judged over the same tidy table as the paper's
+gradient monitor on, at every seed — and writes it to ``results/calibration.json``. It judges nothing: the
+seven design targets are claims of the scorecard, judged over the same tidy table as the paper's
 (:data:`hnclip_core.replication.scorecard.CALIBRATION`, :func:`recheck`).
 """
 
@@ -20,6 +20,7 @@ import torch
 from ..data import load_pairs
 from ..longclip import load_longclip
 from ..train import TrainConfig, resolve_device, train
+from .ablations import portable_paths
 from .experiment import objective_parameters
 from .geometry import caption_similarity_stats, encode_captions, in_batch_hardness
 from .scorecard import Verdict, calibration_view
@@ -76,7 +77,7 @@ def run_calibration(
             per_objective[objective] = _run_summary(train(config))
         runs.append({"seed": seed, **per_objective})
     results = {
-        "base_config": asdict(base),
+        "base_config": portable_paths(asdict(base)),  # the checkpoint by file name and SHA-256
         "seeds": list(seeds),
         "geometry": geometry,
         "zero_shot_regime": regime,
@@ -91,5 +92,5 @@ def run_calibration(
 
 
 def recheck(path: str | Path) -> list[Verdict]:
-    """Issue 12's checks judged by the scorecard on the runs recorded in ``path`` (no training)."""
+    """The toy's design targets judged by the scorecard on the runs recorded in ``path`` (no training)."""
     return calibration_view(read_results(calibration=path))

@@ -8,11 +8,17 @@ experiment on real files is one command (HN-CLIP by default; ``--gamma 0 --token
 
 ``--checkpoint toy`` fine-tunes the embedded toy on the synthetic benchmark with the toy's preset
 (:data:`hnclip_core.toy.TOY_FINETUNE`) unless the options say otherwise.
+
+``train`` and ``pretrain-toy`` need only the core's dependencies (``pip install hnclip-core``): this module imports,
+when loaded, nothing but the core and :mod:`hnclip_core.toy`, whose code needs no more (tests/test_light_install.py
+runs them in such an install). ``calibrate`` is the harness's (the scorecard, the paper's tables, the plots): without
+the ``[lab]`` extra it stops with a message that says how to install it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import logging
@@ -22,6 +28,9 @@ import typing
 
 from .. import toy  # noqa: F401  (registers the synthetic benchmark with load_pairs)
 from ..train import TrainConfig
+
+#: How to install what the harness's commands need beyond the core.
+LAB_INSTALL = "pip install 'hnclip-core[lab]'"
 
 
 def _add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -66,8 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     variant.add_argument("--dense-alt-share", type=float, default=None, metavar="X",
                          help="share of Long-CLIP-stage captions in the dense-alt voice")
     calibrate = commands.add_parser(
-        "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (issue 12's seven checks, "
-                          "judged by the scorecard)"
+        "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (its seven design "
+                          "targets, judged by the scorecard; needs the [lab] extra)"
     )
     calibrate.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     calibrate.add_argument("--objectives", nargs="+", default=["clip", "hn+tok"])
@@ -86,6 +95,20 @@ def toy_recipe(args: argparse.Namespace):
     changes = {"detail_rate": args.detail_rate, "dense_alt_share": args.dense_alt_share,
                "learn_logit_scale": False if args.fixed_logit_scale else None}
     return dataclasses.replace(TOY_RECIPE, **{k: v for k, v in changes.items() if v is not None})
+
+
+@contextlib.contextmanager
+def needs_lab(command: str):
+    """Turn an import of a package missing from a core-only install into an exit that names the ``[lab]`` extra."""
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        if (error.name or "hnclip_core").partition(".")[0] == "hnclip_core":
+            raise  # a module of this package itself: a broken install, not a missing extra
+        raise SystemExit(
+            f"python -m hnclip_core {command}: {error.name} is not installed. This command belongs to the notebooks' "
+            f"harness, which needs the package's [lab] extra: {LAB_INSTALL}"
+        ) from error
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "calibrate":
         from ..toy.model import toy_train_config
-        from .calibration import recheck, run_calibration
+
+        with needs_lab(args.command):
+            from .calibration import recheck, run_calibration
 
         if not args.recheck:
             run_calibration(toy_train_config(), tuple(args.seeds), args.output, tuple(args.objectives),

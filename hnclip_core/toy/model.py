@@ -41,7 +41,7 @@ TOY_ARCHITECTURE = ClipArchitecture(
     context_length=77, vocab_size=49408, text_width=128, text_layers=3, text_mlp_ratio=4.0,
 )
 
-#: The recipe of the shipped toy (issue 12's search is recorded in ``results/README.md``).
+#: The recipe of the shipped toy (how it was chosen is recorded in ``results/README.md``).
 TOY_RECIPE = PretrainRecipe(TOY_ARCHITECTURE)
 
 #: How the toy is fine-tuned: the paper's recipe (App. D.1: AdamW, cosine decay, 16 × 8 accumulation,

@@ -1,4 +1,4 @@
-"""Pretraining the embedded toy Long-CLIP on a stream of fresh scenes in many caption voices (issue 12).
+"""Pretraining the embedded toy Long-CLIP on a stream of fresh scenes in many caption voices.
 
 The two stages of the real model (arXiv 2608.18521 App. D.1 fine-tunes Long-CLIP-L = OpenAI CLIP + a
 long-caption stage):

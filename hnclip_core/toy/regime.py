@@ -1,4 +1,4 @@
-"""Is a model a *strong initialisation* for the synthetic benchmark? The zero-shot measurements of issue 12.
+"""Is a model a *strong initialisation* for the synthetic benchmark? The zero-shot measurements of its design targets.
 
 The paper's diagnosis (arXiv 2608.18521 §2.1, §2.4, Fig. 4) starts from a model that has already
 mastered the easy part of the task: on random dense-caption micro-batches InfoNCE is below 1e-3 on most

@@ -2,7 +2,7 @@
 
 Why: the benchmark's captions (``dense`` in :mod:`.synthetic`) are written from a handful of sentence
 templates. A toy pretrained on one other template (``dense-alt``) learns that template's surface and
-does not transfer: measured (issue 12), half of the benchmark's word types — every position word among
+does not transfer: measured on an earlier toy, half of the benchmark's word types — every position word among
 them — never occurred in its pretraining captions. Long-CLIP's long-caption stage saw detailed captions
 written by many hands; this module is the toy's stand-in for that breadth. Every caption is composed
 afresh from independent random choices — sentence frames, the order of the sentences, synonyms for

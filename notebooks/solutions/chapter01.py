@@ -70,6 +70,20 @@ def exercise1(features: torch.Tensor, threshold: float = 0.8) -> dict:
     * ``fraction_at_least``: the share of pairs with G ≥ ``threshold`` (Fig. A6's hardness buckets).
 
     G is computed in the features' precision (as the package does); the means are taken in float64.
+
+    Answer (why the diagonal is masked): the rows are unit vectors, so G_ii = t_i·t_i = 1, the largest value a
+    cosine can take. Without the mask every row's maximum is its own diagonal entry: each caption's "hardest
+    companion" would be itself, at cosine 1, and ``mean_hardest`` would be exactly 1 whatever the encoder. A
+    caption is never its own negative either: Eq. 2's Ḡ = stopgrad(TTᵀ) ⊙ (1 − I) zeroes the diagonal for the
+    same reason (the positive keeps its logit). The mask fills the diagonal with −∞ rather than 0, so that a
+    caption whose cosines with all others are negative still gets one of them, not itself.
+
+    Answer (why ordered pairs may stand for unordered ones): G is symmetric (G_ij = t_i·t_j = G_ji), so the N(N − 1)
+    ordered pairs i ≠ j are the N(N − 1)/2 unordered pairs i < j, each counted twice. Sum and count both double,
+    and their ratio, the mean, does not change; the same holds for the share of pairs with G ≥ ``threshold``.
+    That is exact arithmetic. In floating point ``T @ T.T`` may round G_ij and G_ji differently in the last bit,
+    so a pair that sits right at the threshold can be counted once instead of twice, which is why the test
+    allows one ordered pair of slack in ``fraction_at_least``.
     """
     G = similarity_matrix(features)
     off = _off_diagonal(len(G), G)
@@ -95,8 +109,26 @@ def exercise2(features: torch.Tensor, families: Sequence[str]) -> dict:
       most similar stranger — the family stands out from the rest of the split as a whole;
     * ``num_with_twins``: how many captions have a twin (singleton families have none).
 
-    On the synthetic benchmark members differ from their base scene in one detail, so the expectation is
-    ``within`` close to 1, far above ``across``, and hardest companions that are twins.
+    Answer (prediction, a base caption beside one of its members): predict a Ḡ close to 1, above every
+    cosine between captions of different families. Reason from the generator (``hnclip_core.toy.synthetic``):
+    a family draws its sentence templates once (``draw_template_choice``), and a member differs from its base
+    scene in exactly one detail. Their two dense captions of roughly a hundred words are therefore identical
+    word for word except for the phrase or phrases that name that detail, which ``differing_phrases`` prints:
+    usually a word or two per mention, more for a swap. Captions of two different families share only the
+    templates' fixed wording. An encoder whose output moves smoothly with its input can hardly tell such a pair
+    apart. For comparison, natural near-duplicates are far looser: on DOCCI the hardest companions average
+    0.93 under Long-CLIP-L (the paper's Table A1). Check the prediction against ``features[i] @ features[j]``.
+    Over the split, read this function's ``within`` against ``across``, and ``twin_is_hardest`` (with
+    ``twin_beats_every_stranger``) for how reliably the family stands out.
+
+    Answer (which negatives γḠ boosts the most): the boost adds γḠ_ij to negative j's logit, so the
+    negatives with the largest caption similarity get it: a caption's own family members, its near-twins. If
+    ``twin_is_hardest`` is close to 1, the largest boost a caption can meet goes to a twin. The twin's margin
+    exceeds a stranger's by γ·(``within`` − ``across``) on average, and by Eq. 4 its share of the repulsion,
+    relative to a stranger's, grows by the factor exp(sγ·(Ḡ_twin − Ḡ_stranger)). Among the twins, the edits
+    that leave the closest captions get the most (exercise 3). The boost only acts inside a batch, though:
+    a twin is boosted only in the micro-batches that hold both captions, a share that the chapter's section 4
+    computes.
     """
     if len(families) != len(features):
         raise ValueError(f"{len(families)} family ids for {len(features)} captions")
@@ -135,9 +167,31 @@ def exercise3(features: torch.Tensor, metadata: Sequence[dict], captions: Sequen
     :func:`chapter01_helpers.differing_phrases`, counting both sides), and averages both per kind.
 
     Returns ``{kind: {"count", "mean_similarity", "mean_words_changed"}}``, the most similar kind first.
-    A colour edit renames an object everywhere the caption mentions it (its own sentence and the spatial
-    relations), a swap exchanges two region phrases but keeps the bag of words, so which edit the encoder
-    finds "smallest" need not be the one with the fewest words changed.
+    Answer (prediction, then: does the fewest-changed-words twin come out the most similar?): the word counts
+    follow from the caption templates (``describe_dense``; a family shares its templates, so only the detail's
+    words differ; counted on both sides):
+
+    * **size**: exactly 2 words (the size word of the object's own sentence: "small", "medium-sized", "large").
+      Size is not part of an object's name ("red circle"), so the relation sentences do not change. This is
+      the fewest of all the kinds, by construction;
+    * **colour** and **shape**: the object's name changes wherever the caption names the object, in its own
+      sentence and in each of the (at most two) relation sentences that mention it: 2, 4 or 6 words;
+    * **background**: the colour name in the intro sentence and, in all background templates but one, in
+      the background sentence. A name is one or two words ("navy", "light gray"), so 2 to 8 words, fewer when two
+      names share a word ("light gray" → "dark gray");
+    * **swap**: the two objects' sentences exchange their region phrases, each 4 to 7 words long ("in the top
+      left corner", "along the top edge, in the middle"). Any relation sentence that involves one of them can
+      also change direction ("to the left of" → "to the right of"). The most words of any kind.
+
+    Predicted order by changed words: size < colour ≈ shape < background ≲ swap. The encoder need not follow
+    it, because counting words is not how it compares captions. A swap is the extreme case: it changes the
+    most positions yet keeps the same words, only attached to other objects. An encoder that is weakly
+    sensitive to word order, close to a bag of words (contrastively trained text encoders often are), would
+    find the swapped twin the *closest*. An encoder whose size words carry little weight would put size first.
+    The function returns the kinds sorted by ``mean_similarity`` together with each kind's
+    ``mean_words_changed``. If the first kind is also the one with the smallest ``mean_words_changed``, the
+    fewest-words twin is the closest one. Otherwise the answer is no, and the kinds ranked above it show which
+    details this encoder ignores. Those details are the twins that γḠ boosts the most (exercise 2).
     """
     if not len(metadata) == len(captions) == len(features):
         raise ValueError(f"{len(metadata)} metadata rows, {len(captions)} captions, {len(features)} feature rows")

@@ -59,9 +59,39 @@ def exercise1(s: float = 100.0, gamma: float = 0.5, seed: int = 0) -> dict:
       image i choosing, S_jj − S_ij for caption j choosing — is smaller than the margin the loss asks for;
     * ``twin_share[name]``: the share of the gradient on all negative logits that lands on the twin's two.
 
-    The answer: the fixed margin re-weights nothing (it raises every negative alike), so to reach the twin
-    it pushes on every easy negative whose lead is below m as well; Eq. 2 multiplies the twin's relative
-    push by exp(sγΔḠ) and leaves only the twin unresolved.
+    The batch's numbers used below are its construction's (:func:`chapter02_helpers.strong_init_batch`):
+    Ḡ_01 = 0.95 and twin margin Δ = 0.15, so m = γḠ_01 = 0.475 at γ = 0.5; every easy negative trails its
+    positive by about 0.3 or more; unrelated captions have Ḡ below 0.5. Before measuring, note one fact:
+    m is the boost of the batch's most similar pair, so m ≥ γḠ_ij for every negative. Each negative logit of
+    the fixed margin is then at least Eq. 2's, and since cross-entropy grows with every negative logit,
+    ``loss_fixed`` ≥ ``loss_hn``.
+
+    Answer (a): by Eq. 4 the ratio of two negatives' posteriors in row i is
+    p_ij/p_ik = exp(s(S_ij − S_ik))·exp(s(M_ij − M_ik)), where M is the margin matrix. A fixed margin has
+    M_ij = M_ik = m, so the second factor is 1. The twin and an easy negative are repelled in exactly the
+    ratio InfoNCE gives them, and ``log_reweighting["fixed"]`` is 0 up to rounding. What the fixed margin
+    changes is the size of the push, not how it is split: every negative gains e^(sm) against the positive.
+    Eq. 2 has M = γḠ, so the twin's repulsion relative to easy negative k is multiplied by exp(sγ(Ḡ_01 −
+    Ḡ_0k)). Here that is more than e^(100·0.5·(0.95 − 0.5)) = e^22.5, and ``log_reweighting["Eq. 2"]`` equals
+    sγ(Ḡ_01 − Ḡ_0k) for every k. The fixed margin is the same for every negative, blind to which negative is
+    hard; Eq. 2 is the per-pair margin the paper calls its adaptive generalisation of it (§2.2).
+
+    Answer (b): a negative is left unresolved when its lead is smaller than the margin its loss asks for.
+    The fixed margin asks every negative for m = 0.475. The twins lead by only 0.15, so (0, 1) and (1, 0) are
+    unresolved, and so is every easy negative whose lead lies between about 0.3 and 0.475. Since the easy
+    leads start at about 0.3, some usually do: ``unresolved["fixed"]`` lists them (the test checks that there
+    are more entries than the two twin ones). Eq. 2 asks negative j for γḠ_ij. An easy negative is asked for less than
+    0.5·0.5 = 0.25 and leads by about 0.3 or more, so it is resolved; the twin is asked for 0.475 and leads by
+    0.15, so it is not. ``unresolved["Eq. 2"]`` is just [(0, 1), (1, 0)].
+
+    The gradient share follows. In a row (or column) where a boosted negative beats the positive by many
+    logits, that negative takes nearly all of the row's gradient, 1/(2B) per direction. Under Eq. 2 the twin's
+    boosted gap is s(Δ − γḠ_01) = 100·(0.15 − 0.475) = −32.5 logits, so the twin takes nearly everything in
+    rows 0, 1 and columns 0, 1, while the resolved easy negatives take almost nothing: ``twin_share["Eq. 2"]``
+    is close to 1. Under the fixed margin, every row and column that holds an unresolved easy negative draws
+    a share of the push too, so roughly
+    ``twin_share["fixed"]`` ≈ 4 / (4 + the number of other rows and columns with an unresolved negative).
+    To reach the twin, the fixed margin must also push on negatives that InfoNCE had already separated.
     """
     v, t = (x.double() for x in strong_init_batch(seed=seed))
     batch = len(v)
@@ -102,10 +132,17 @@ def exercise1(s: float = 100.0, gamma: float = 0.5, seed: int = 0) -> dict:
 def exercise2(s: float = 100.0, seed: int = 0, threshold: float = 1e-3) -> dict:
     """The γ from which L_HN of the constructed batch exceeds ``threshold``, predicted and found by bisection.
 
-    Prediction: the twin is a negative in two rows and two columns; each of these four cross-entropies is
-    ≈ e^(−gap) with the boosted gap s(Δ − γḠ_01), and the batch loss averages B rows and halves the two
-    directions, so L_HN ≈ (4 / 2B)·e^(−gap). Setting it to the threshold: gap = ln(2 / (B·threshold)) and
-    γ = (Δ − gap/s) / Ḡ_01. The easy negatives add nothing visible (their leads are ≥ 0.29).
+    Answer (prediction): the twin is a negative in two rows (images 0 and 1) and two columns (captions 0
+    and 1). In each of these four cross-entropies the positive leads the twin by the boosted gap
+    s(Δ − γḠ_01), and such a row's loss is ln(1 + e^(−gap) + …) ≈ e^(−gap) once the gap is large. The batch loss
+    averages B rows per direction and halves the sum of the two directions, so L_HN ≈ (4/(2B))·e^(−gap) =
+    (2/B)·e^(−gap). Setting that equal to the threshold gives gap = ln(2/(B·threshold)), that is
+    γ = (Δ − ln(2/(B·threshold))/s) / Ḡ_01. With the batch's constructed Δ = 0.15 and Ḡ_01 = 0.95, B = 16,
+    s = 100 and threshold 10⁻³: ln 125 ≈ 4.83, so γ ≈ (0.15 − 0.0483)/0.95 ≈ 0.107, far below the default
+    0.5. The easy negatives add almost nothing: their leads of about 0.3 or more exceed their boosts of less
+    than γ·0.5 by a wide margin at such a γ. The bisection's ``gamma`` should land within a few thousandths of
+    ``predicted``, and a larger gap between the two would mean the easy negatives, or the approximation
+    ln(1 + x) ≈ x, matter. The lesson: even a mild boost turns the "solved" batch back into a working one.
     """
     v, t = strong_init_batch(seed=seed)
     batch = len(v)
@@ -138,10 +175,22 @@ def exercise3(s: float = 100.0, batch_size: int = 16) -> dict:
     """The cosine margin Δ from which the fp16 gradient on a negative logit is exactly 0, predicted and measured.
 
     Logits: every positive s·Δ, every negative 0, in fp16. A negative's softmax probability is then
-    p = 1 / (e^(sΔ) + B − 1) ≈ e^(−sΔ), and a value rounds to 0 in fp16 when it is at most half the smallest
-    subnormal, 2⁻²⁵. (a) One query's own loss ℓ_i (sum over its row): the gradient is p, zero from
-    sΔ = ln 2²⁵ ≈ 17.3 (roughly ln(1/6e-8) ≈ 16.6). (b) The symmetric batch loss: each direction contributes
-    p/(2B), zero from sΔ = ln(2²⁵ / 2B) ≈ 13.9 for B = 16.
+    p = 1 / (e^(sΔ) + B − 1) ≈ e^(−sΔ) (B − 1 = 15 is negligible beside e^(sΔ), 10⁶–10⁷ at the thresholds).
+    Round-to-nearest makes a value 0 in fp16 when it is at most half the smallest subnormal, 2⁻²⁴/2 = 2⁻²⁵ (a
+    tie rounds to the even value, 0).
+
+    Answer (a): for one query's own loss ℓ_i (the row summed, not averaged) the gradient on a negative logit
+    is p itself. It becomes exactly 0 from e^(sΔ) ≈ 2²⁵, that is sΔ = 25 ln 2 ≈ 17.3 logits, so Δ ≈ 0.173 at
+    s = 100 (``predicted_row``). The rough estimate from 2⁻²⁴ ≈ 6·10⁻⁸ alone, ln(1/6·10⁻⁸) ≈ 16.6 (Δ ≈ 0.166,
+    ``rough_row``), is ln 2/s too early, because it forgets the factor ½ of rounding to nearest.
+
+    Answer (b): the symmetric batch loss averages B rows and halves the two directions, so each direction puts
+    p/(2B) on the negative logit, and each half is computed and rounded in fp16 before the two are added. The
+    gradient is exactly 0 once p/(2B) ≤ 2⁻²⁵, from sΔ = ln(2²⁵/(2B)) = 20 ln 2 ≈ 13.9 for B = 16, so Δ ≈ 0.139
+    (``predicted_batch``). That is ln(2B)/s ≈ 0.035 earlier than (a): the larger the batch, the sooner its
+    loss loses a solved negative. If ``measured_batch`` came out ln 2/s later than predicted, the two halves
+    would have been added before rounding. Loss scaling (``GradScaler``, e.g. 2¹⁶) moves both thresholds out
+    by 16 ln 2 ≈ 11.1 logits, but does not remove them.
     """
     target = torch.tensor([0])
 

@@ -48,7 +48,18 @@ def recall_by_hand(image_features: torch.Tensor, text_features: torch.Tensor,
 
 
 def exercise1(image_features: torch.Tensor, text_features: torch.Tensor, ks: Sequence[int] = (1, 5, 10)) -> dict:
-    """Recall@K by hand, beside the package's :func:`hnclip_core.evaluate.recall_at_k` on the same features."""
+    """Recall@K by hand, beside the package's :func:`hnclip_core.evaluate.recall_at_k` on the same features.
+
+    Answer: the two must agree exactly, because they use the same rule. T→I ranks are counted along the rows of
+    the caption–image matrix S (caption i against every image) and I→T ranks down its columns (image j against
+    every caption). Recall@K is the share of queries whose ground truth has rank ≤ K. A tie counts against
+    the query: rank = 1 + the number of *other* candidates scoring at least as high. This rule is
+    pessimistic and independent of the candidates' order. The optimistic rule (1 + the number scoring strictly
+    higher) would give a model that maps every image to one and the same vector a perfect T→I R@1. With
+    continuous features, ties arise only for duplicate images or captions (see ``ranks_of_ground_truth``).
+    The paper's protocol (App. D.3) likewise scores by cosine between L2-normalised features of the full test
+    split, in both directions.
+    """
     return {"by_hand": recall_by_hand(image_features, text_features, ks),
             "package": recall_at_k(image_features, text_features, ks)}
 
@@ -99,6 +110,23 @@ def exercise2(num_families: int = 250, family_size: int = 4, dim: int = 64, nois
 
     A trained model above 25 % T→I R@1 on the synthetic benchmark therefore reads at least some of the
     details; how far above is what the boost is for.
+
+    Answer (prediction): random ranking puts the own image first with probability 1/N, so R@1 = 100/N %:
+    0.1 % for the N = 1000 test pairs of the default benchmark (250 families of four), and R@K = 100·K/N %.
+    The family-blind model scores the family's images above every other image, and its own image is equally
+    likely to be any of the family_size places at the top, so R@1 = 100/family_size % = 25 % and R@4 = 100 %.
+    ``random_r1`` and ``family_blind_r1`` are one simulation each, so they scatter around these values
+    (binomial noise, √(p(1−p)/N)).
+
+    Answer (twin share of the trained models' misses): the two chance models bracket it. The random model's
+    wrong top-1 image is a twin's image with probability (family_size − 1)/(N − 1) = 3/999 ≈ 0.3 %; the
+    family-blind model's is always a twin's (``family_blind_twin_share`` = 1). For each trained model, read
+    ``twin_share_of_misses(*features[objective], families)``. A ``twin_share`` near 1 means that the model has
+    learnt to find the family and that nearly all of its remaining errors are twin confusions. These are the
+    near-duplicate errors the paper's Fig. 3 and Fig. A10 show, where the baseline's top-1 is the near-twin's
+    own image, and they are what L_HN's margin γḠ targets. If HN-CLIP works as intended, it has fewer
+    ``twin_misses`` than InfoNCE. Its share need not fall, though, because it may fix twin errors and stranger
+    errors alike; compare the counts, not only the shares.
     """
     n = num_families * family_size
     generator = torch.Generator().manual_seed(seed)
@@ -126,6 +154,15 @@ def exercise3(features: dict[str, tuple[torch.Tensor, torch.Tensor]], baseline: 
     two models. ``invisible_to_r1`` counts improved queries that did not reach rank 1 (a move from 52nd to
     2nd is a large gain that R@1 does not count); ``largest_gain`` is (query, rank before, rank after) of the
     largest improvement.
+
+    Answer: R@1 = 100·#{rank = 1}/N. A query that is first under both models, or under neither, adds the same
+    to both R@1 values, so the difference is 100·(entered − left)/N, which is ``r1_change`` and the difference
+    of the two models' ``recall_at_k`` T→I R@1. R@1 does not see the ``invisible_to_r1`` improved queries at
+    all: those whose rank got better but is still not 1. It does not see worsened queries that were not first
+    to begin with either. The paper's Fig. 3 query, moved from 52nd to 1st, counts; the same move to 2nd would
+    not. So compare ``invisible_to_r1`` with ``improved``: if most improvements are invisible, the method moves
+    many ground truths up without getting them to the top, which R@5/R@10 or the rank counts of section 4
+    show and R@1 hides.
     """
     before, _ = ranks_by_hand(*features[baseline])
     after, _ = ranks_by_hand(*features[method])

@@ -68,6 +68,26 @@ def exercise1(runs: Mapping[str, Mapping] | None = None, initial_logit_scale: fl
     ``"recomputed"`` and ``"frozen"``): per run :func:`applied_margins`, ``relaxed`` (margin of epoch 0 minus
     that of the last epoch, in logits and as a share of epoch 0) and ``frozen_excess`` (how many more logits
     the frozen run asks for than the recomputed one after the last epoch).
+
+    Answer (the paper's ≈ 42): s·γ·Ḡ = 100 × 0.5 × 0.84 = 42 logits (App. B.2, with DOCCI's mean pairwise
+    caption similarity under Long-CLIP-L from Table A1 / Fig. A6). An average negative's logit is raised by
+    42, so in cosine terms the positive must beat it by γḠ = 0.42. A frozen Ḡ keeps this handicap for the
+    whole of training; ``paper_margin`` reproduces it.
+
+    Answer (how far the recomputed margin relaxed, and how much more the frozen run demands): the margin of
+    epoch e is s_e·γ·Ḡ_e. The recomputed run's ``relaxed["recomputed"]`` = margin₀ − margin_last, in logits
+    and as a share of epoch 0. Its logarithm splits into the two causes,
+    ln(margin₀/margin_last) = ln(s₀/s_last) + ln(Ḡ₀/Ḡ_last). A positive Ḡ term is App. B.2's implicit
+    annealing: training separates the captions, Ḡ falls and the boost relaxes. The s term is the learned
+    temperature moving. The frozen run's Ḡ stays at epoch 0's value, so its margin moves only with its own s,
+    and ``relaxed["frozen"]`` shows that part alone. ``frozen_excess`` = s_last^frozen·γ·Ḡ₀ −
+    s_last^recomputed·γ·Ḡ_last^recomputed is the extra margin the frozen run still asks for after its last
+    epoch. Read the signs. A positive ``relaxed["recomputed"]`` and a positive ``frozen_excess`` are the
+    paper's picture (a margin that relaxes against one that never does). A negative ``relaxed`` means that s
+    grew faster than Ḡ fell, so the margin tightened. Set ``runs[label]["margin"][0]`` beside
+    ``paper_margin``: where this benchmark's captions are less crowded than DOCCI's, the handicap, and with it
+    the cost of freezing it, is smaller. Keep the approximations in mind (see :func:`applied_margins`): the
+    test split's mean Ḡ stands in for the training batches'.
     """
     result: dict = {"paper_margin": s * gamma * CAPTION_GEOMETRY["DOCCI"]["mean_pairwise"]}
     if runs is None:
@@ -105,6 +125,31 @@ def exercise2(v: torch.Tensor, t: torch.Tensor,
     losses do not: L_HN's logits are sS + sγḠ, and s also sharpens the image–caption part. So App. B.2's
     "only through the product" holds for how the boost redistributes the gradient among negatives, not for
     the objective as a whole — which is why section (g) trains γ = 0 at every s as that s's own reference.
+
+    Answer (a): L_HN is Eq. 1 on the logits sS + sγḠ. Both settings add the same boost, sγḠ = 50·Ḡ, but
+    (50, 1) halves the image–caption part sS. In each row, a negative trails its positive by
+    s(S_ii − S_ij) − sγḠ_ij logits, so halving s narrows every gap where the positive leads in cosine
+    (S_ii > S_ij). Prediction: on a batch whose positives lead their negatives, as a pre-trained model's do,
+    ``loss[(50, 1)]`` > ``loss[(100, 0.5)]``; where negatives lead, it is the other way round. In
+    general the two losses differ, so the objective is not a function of s·γ.
+
+    Answer (b): by Eq. 4, for two negatives j, k of query 0,
+    (p_0j/p_0k) / (p_0j/p_0k)_InfoNCE = exp(sγ(Ḡ_0j − Ḡ_0k)), where InfoNCE is taken at the same s. Its S part
+    cancels, so only s·γ = 50 is left. ``log_reweighting`` is therefore 50·(Ḡ_0j − Ḡ_0k) for both settings,
+    identical up to rounding. This is App. B.2's "only through their product": how the boost redistributes
+    the push among the negatives.
+
+    Answer (c): with S = 0 the logits are sγḠ alone. Every positive's logit is 0, negative j's is sγḠ_ij, and
+    the loss, ½ of the mean over rows plus the mean over columns of ln(1 + Σ_j≠i e^(sγḠ_ij)), depends on s·γ
+    only. ``loss_without_S`` is the same for both settings, so the whole difference in (a) comes from sS.
+
+    Answer (why (g) trains γ = 0 at every s): s is not only the boost's multiplier. It is InfoNCE's own
+    inverse temperature, which decides how sharply S separates positives from negatives and how soon the loss
+    saturates (a solved negative's gradient ≈ e^(−sΔ), chapter 2). (g) holds s fixed instead of learning it,
+    so a run at (s, γ > 0) differs from one at (s′, 0) in the temperature as well as in the boost. The boost's
+    own effect at a given s is what remains after subtracting InfoNCE trained at that same fixed s. This also
+    makes the runs with equal s·γ a real test: if the boost acted through s·γ alone, their gains over their own
+    references would agree, whatever each temperature does to InfoNCE.
     """
     result: dict = {"loss": {}, "loss_without_S": {}, "log_reweighting": {}}
     for s, gamma in settings:
@@ -123,9 +168,23 @@ def exercise3(num_train_pairs: int = 2000, train_fraction: float = 0.25, micro_b
     warm-up over ``warmup_steps`` steps, lr factor (step + 1)/warmup, then a cosine decay to 0 over the
     remaining steps, factor ½(1 + cos(π·(step − warmup)/(total − warmup))).
 
-    With the chapter's defaults (2000 training pairs, 25 %, 16 × 8, 2 epochs, 2 warm-up steps): 500 pairs,
-    3 steps per epoch with 116 pairs dropped, 6 steps in all of which 2 warm up. (d) at 5 % and 16 × 2: 100
-    pairs, still 3 steps per epoch (4 dropped); at 25 %: 15.
+    Answer (prediction): everything follows from the recipe. The chapter's ``scale = "reduced"`` means
+    ``studies.SCALES["reduced"]``: 25 % of the data, 2 epochs, 2 warm-up steps. The default benchmark has
+    2000 training pairs (500 families of four), and the effective batch is 16 × 8 = 128.
+
+    * (a)–(c): round(2000·0.25) = 500 pairs, ⌊500/128⌋ = 3 steps per epoch, 500 − 3·128 = 116 pairs (23 %)
+      left out of every epoch (a different 116 each epoch, since the permutation changes), 6 steps in all.
+      The lr factors are 1/2 and 2/2 for the warm-up steps 0 and 1, then ½(1 + cos(π·k/4)) for k = 0…3:
+      1, 0.854, 0.5, 0.146. The decay reaches 0 only at step 6, which is never taken.
+    * (d) at batch 16 × 2 = 32: 5 % is 100 pairs, ⌊100/32⌋ = 3 steps per epoch with 4 left out, so again
+      6 steps with the same factors. 25 % is 500 pairs, 15 steps per epoch with 20 left out, 30 steps whose
+      decay runs over 28 of them.
+
+    So a reduced-scale run of (a)–(c) takes only six optimizer steps, of which one third are warm-up: any
+    difference between its configurations comes from very little training. At the full scale of
+    ``make ablations`` (``SCALES["full"]``: all 2000 pairs, 3 epochs, 10 warm-up steps) it is 15 steps per
+    epoch with 80 pairs left out, 45 in all. ``exercise3`` with these arguments returns the same numbers, and
+    ``training_subset``, ``epoch_batches`` and ``cosine_with_warmup`` confirm them (``tests/test_exercises.py``).
     """
     pairs = max(2, round(num_train_pairs * train_fraction))
     batch = micro_batch_size * accumulation_steps
