@@ -295,6 +295,14 @@ OPEN_NOTEBOOK = """(path) => {
 
 KERNEL_IDLE = "() => window.hnclipNotebook.sessionContext.session?.kernel?.status === 'idle'"
 
+#: The lab attaches a long notebook's cells to the page in batches on idle CPU cycles (its default windowing mode
+#: keeps every cell in the DOM once attached); on a busy machine the last cells arrive seconds after the kernel.
+#: Returns ``[attached, total]`` so that a timeout can say how far it got.
+CELLS_ATTACHED = """() => {
+    const notebook = window.hnclipNotebook.content;
+    return [notebook.node.querySelectorAll('.jp-Cell').length, notebook.model.cells.length];
+}"""
+
 #: Starts a lab command without waiting: page.evaluate has no timeout, so completion is polled instead.
 START_COMMAND = """([command, activeCell]) => {
     const notebook = window.hnclipNotebook.content;
@@ -352,6 +360,11 @@ def open_notebook(page, lab: Lab, name: str) -> None:
     error = page.evaluate("() => window.hnclipOpenError")
     assert error is None, f"{name} could not be opened in JupyterLab: {error}"
     page.wait_for_function(KERNEL_IDLE)
+    try:
+        page.wait_for_function(f"() => {{ const [attached, total] = ({CELLS_ATTACHED})(); return attached === total; }}")
+    except sync_api.TimeoutError:
+        attached, total = page.evaluate(CELLS_ATTACHED)
+        raise AssertionError(f"{name}: the lab attached {attached} of its {total} cells within {OPEN_TIMEOUT} s") from None
 
 
 def run_command(page, command: str, active_cell: int | None = None, timeout: float = RUN_TIMEOUT) -> None:
