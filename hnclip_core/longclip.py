@@ -40,6 +40,7 @@ __all__ = [
     "ClipArchitecture",
     "infer_architecture",
     "build_clip",
+    "open_clip_config",
     "load_longclip",
     "load_longclip_state_dict",
     "merge_positional_embedding",
@@ -147,25 +148,29 @@ def infer_architecture(state_dict: Mapping[str, torch.Tensor]) -> ClipArchitectu
     )
 
 
+def open_clip_config(arch: ClipArchitecture) -> dict:
+    """open_clip's model config (the JSON of ``open_clip/model_configs``) of a ViT CLIP of the given sizes, with
+    QuickGELU (OpenAI and Long-CLIP were trained with it)."""
+    return {
+        "embed_dim": arch.embed_dim,
+        "quick_gelu": True,
+        "vision_cfg": {
+            "image_size": arch.image_size, "layers": arch.vision_layers, "width": arch.vision_width,
+            "head_width": arch.vision_width // arch.vision_heads, "mlp_ratio": arch.vision_mlp_ratio,
+            "patch_size": arch.patch_size,
+        },
+        "text_cfg": {
+            "context_length": arch.context_length, "vocab_size": arch.vocab_size, "width": arch.text_width,
+            "heads": arch.text_heads, "layers": arch.text_layers, "mlp_ratio": arch.text_mlp_ratio,
+        },
+    }
+
+
 def build_clip(arch: ClipArchitecture) -> CLIP:
-    """An open_clip ``CLIP`` of the given sizes with QuickGELU (OpenAI and Long-CLIP were trained with it)."""
-    vision_cfg = CLIPVisionCfg(
-        layers=arch.vision_layers,
-        width=arch.vision_width,
-        head_width=arch.vision_width // arch.vision_heads,
-        mlp_ratio=arch.vision_mlp_ratio,
-        patch_size=arch.patch_size,
-        image_size=arch.image_size,
-    )
-    text_cfg = CLIPTextCfg(
-        context_length=arch.context_length,
-        vocab_size=arch.vocab_size,
-        width=arch.text_width,
-        heads=arch.text_heads,
-        layers=arch.text_layers,
-        mlp_ratio=arch.text_mlp_ratio,
-    )
-    return CLIP(arch.embed_dim, vision_cfg=vision_cfg, text_cfg=text_cfg, quick_gelu=True)
+    """An open_clip ``CLIP`` of the given sizes (:func:`open_clip_config`)."""
+    config = open_clip_config(arch)
+    return CLIP(config["embed_dim"], vision_cfg=CLIPVisionCfg(**config["vision_cfg"]),
+                text_cfg=CLIPTextCfg(**config["text_cfg"]), quick_gelu=config["quick_gelu"])
 
 
 def merge_positional_embedding(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

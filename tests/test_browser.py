@@ -361,10 +361,12 @@ def open_notebook(page, lab: Lab, name: str) -> None:
     assert error is None, f"{name} could not be opened in JupyterLab: {error}"
     page.wait_for_function(KERNEL_IDLE)
     try:
-        page.wait_for_function(f"() => {{ const [attached, total] = ({CELLS_ATTACHED})(); return attached === total; }}")
+        page.wait_for_function(f"() => {{ const [attached, total] = ({CELLS_ATTACHED})(); "
+                               "return attached === total; }")
     except sync_api.TimeoutError:
         attached, total = page.evaluate(CELLS_ATTACHED)
-        raise AssertionError(f"{name}: the lab attached {attached} of its {total} cells within {OPEN_TIMEOUT} s") from None
+        raise AssertionError(f"{name}: the lab attached {attached} of its {total} cells within {OPEN_TIMEOUT} s"
+                             ) from None
 
 
 def run_command(page, command: str, active_cell: int | None = None, timeout: float = RUN_TIMEOUT) -> None:

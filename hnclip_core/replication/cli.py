@@ -1,4 +1,4 @@
-"""Command line: ``python -m hnclip_core {train,pretrain-toy,calibrate}`` (also installed as ``hnclip``).
+"""Command line: ``python -m hnclip_core {train,pretrain-toy,export-model,export-csv,calibrate}`` (also ``hnclip``).
 
 ``train`` maps every :class:`~hnclip_core.train.TrainConfig` field onto an option, so the paper's main
 experiment on real files is one command (HN-CLIP by default; ``--gamma 0 --token-weight 0`` is InfoNCE)::
@@ -9,10 +9,13 @@ experiment on real files is one command (HN-CLIP by default; ``--gamma 0 --token
 ``--checkpoint toy`` fine-tunes the embedded toy on the synthetic benchmark with the toy's preset
 (:data:`hnclip_core.toy.TOY_FINETUNE`) unless the options say otherwise.
 
-``train`` and ``pretrain-toy`` need only the core's dependencies (``pip install hnclip-core``): this module imports,
-when loaded, nothing but the core and :mod:`hnclip_core.toy`, whose code needs no more (tests/test_light_install.py
-runs them in such an install). ``calibrate`` is the harness's (the scorecard, the paper's tables, the plots): without
-the ``[lab]`` extra it stops with a message that says how to install it.
+``export-model`` and ``export-csv`` prepare a run of open_clip's own trainer with L_HN
+(:mod:`hnclip_core.open_clip_train`).
+
+``train``, ``pretrain-toy`` and the exports need only the core's dependencies (``pip install hnclip-core``): this
+module imports, when loaded, nothing but the core and :mod:`hnclip_core.toy`, whose code needs no more
+(tests/test_light_install.py runs ``train`` in such an install). ``calibrate`` is the harness's (the scorecard, the
+paper's tables, the plots): without the ``[lab]`` extra it stops with a message that says how to install it.
 """
 
 from __future__ import annotations
@@ -74,6 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
                          help="hold s at 100 throughout instead of learning it from there")
     variant.add_argument("--dense-alt-share", type=float, default=None, metavar="X",
                          help="share of Long-CLIP-stage captions in the dense-alt voice")
+    export_model = commands.add_parser(
+        "export-model", help="write a Long-CLIP-format checkpoint as an open_clip local-dir: model (for "
+                             "python -m hnclip_core.open_clip_train)")
+    export_model.add_argument("--checkpoint", required=True, help="Long-CLIP-format file, or 'toy' (the embedded toy)")
+    export_model.add_argument("--output", required=True, help="folder to write (open_clip_config.json and weights)")
+    export_csv = commands.add_parser(
+        "export-csv", help="write a benchmark split as open_clip_train's CSV (columns filepath, title)")
+    export_csv.add_argument("--dataset", default="synthetic", help="a dataset name of hnclip_core.data.load_pairs")
+    export_csv.add_argument("--data-root", default=None, help="the benchmark's folder (the synthetic one: optional)")
+    export_csv.add_argument("--split", default="train")
+    export_csv.add_argument("--output", required=True, help="the CSV file to write")
     calibrate = commands.add_parser(
         "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (its seven design "
                           "targets, judged by the scorecard; needs the [lab] extra)"
@@ -137,6 +151,19 @@ def main(argv: list[str] | None = None) -> int:
         path = pretrain_toy(args.output, resume=not args.restart, probe_every=args.probe_every,
                             recipe=toy_recipe(args))
         print(ship_toy(path, toy_recipe(args)) if args.ship else path)
+        return 0
+    if args.command == "export-model":
+        from ..open_clip_train import export_model
+        from ..toy.model import ensure_toy_model
+
+        checkpoint = ensure_toy_model() if args.checkpoint == "toy" else args.checkpoint
+        print(f"local-dir:{export_model(checkpoint, args.output)}")
+        return 0
+    if args.command == "export-csv":
+        from ..data import load_pairs
+        from ..open_clip_train import export_csv
+
+        print(export_csv(load_pairs(args.dataset, args.data_root, args.split), args.output))
         return 0
     if args.command == "calibrate":
         from ..toy.model import toy_train_config
