@@ -32,6 +32,7 @@ import torch
 
 from .accumulation import accumulated_losses
 from .features import encode_batch
+from .files import write_atomically
 from .losses import SOLVED_LOSS_THRESHOLD, HNClipTokenLoss
 
 __all__ = ["GradientMeasurement", "GradientMonitor", "batch_gradient"]
@@ -139,10 +140,14 @@ class GradientMonitor:
 
     def write_csv(self, path: str | Path) -> None:
         names = list(GradientMeasurement.__dataclass_fields__)
-        with open(path, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=names)
-            writer.writeheader()
-            writer.writerows(asdict(m) for m in self.measurements)
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=names)
+                writer.writeheader()
+                writer.writerows(asdict(m) for m in self.measurements)
+
+        write_atomically(path, write)
 
     def state_dict(self) -> dict:
         return {"every": self.every, "measurements": [asdict(m) for m in self.measurements]}

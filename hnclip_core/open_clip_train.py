@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 from .data import ImageCaptionPair
-from .files import write_atomically
+from .files import write_atomically, write_text_atomically
 from .longclip import ClipArchitecture, infer_architecture, load_longclip, open_clip_config
 from .losses import HNClipLoss
 
@@ -70,7 +70,7 @@ def export_model(checkpoint: str | os.PathLike, output: str | os.PathLike) -> Pa
     arch = infer_architecture(model.state_dict())
     write_atomically(output / WEIGHTS_NAME, partial(torch.save, model.state_dict()))
     config = json.dumps(local_dir_config(arch), indent=2) + "\n"
-    write_atomically(output / CONFIG_NAME, lambda path: path.write_text(config, encoding="utf-8"))
+    write_text_atomically(output / CONFIG_NAME, config)
     return output
 
 

@@ -53,7 +53,7 @@ from .accumulation import ACCUMULATION_MODES, MicroBatch, accumulated_losses
 from .data import PairDataset, load_pairs
 from .evaluate import DEFAULT_KS, caption_geometry, encode_dataset, mean_recall, recall_at_k
 from .features import BatchEncoder
-from .files import write_atomically
+from .files import write_atomically, write_text_atomically
 from .longclip import keep_first_positions_frozen, load_longclip, longclip_param_groups
 from .losses import HNClipTokenLoss
 
@@ -516,7 +516,7 @@ class _Run:
             results["diagnostics"] = self.monitor.summary()
         if self.output_dir is not None and self.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
-            (self.output_dir / "history.json").write_text(json.dumps(results, indent=2))
+            write_text_atomically(self.output_dir / "history.json", json.dumps(results, indent=2))
             write_history_csv(self.history, self.output_dir / "history.csv")
             if self.monitor is not None:
                 self.monitor.write_csv(self.output_dir / "gradient_measurements.csv")
@@ -556,10 +556,14 @@ def summarise(history: list[dict], config: TrainConfig) -> dict:
 
 def write_history_csv(history: list[dict], path: Path) -> None:
     columns = list(dict.fromkeys(key for row in history for key in row))
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(history)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(history)
+
+    write_atomically(path, write)
 
 
 def train(config: TrainConfig | None = None, *, zero_shot: dict | None = None, hooks: TrainingHooks | None = None,

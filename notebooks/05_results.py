@@ -47,6 +47,7 @@ from hnclip_core.replication.plots.ablations import (
 )
 from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep
 from hnclip_core.replication.report import (
+    DESIGN_TARGET_STATUSES,
     compared,
     diagnostics_table,
     format_number,
@@ -171,7 +172,7 @@ for v in targets:
                                                                                else [value]))
                 for k, value in v.ours.items()]
     rows.append([v.text, rules[v.claim_id], "<br>".join(measured) or "–",
-                 {"reproduced": "met", "not reproduced": "**missed**"}.get(v.status, v.status)])
+                 DESIGN_TARGET_STATUSES.get(v.status, v.status)])
 display(Markdown(markdown_table(["design target", "target", "measured", "met?"], rows)))
 
 # %% [markdown]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import itertools
 import json
 import statistics
@@ -36,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from ..files import file_sha256, write_text_atomically
 from ..frameworks import FRAMEWORKS
 from .batch import POINT_FILE, GridSpec, collect_json, load_summary, run_grid
 from .experiment import OBJECTIVES, Experiment
@@ -253,7 +253,7 @@ def portable_paths(node):
     if isinstance(checkpoint, str) and Path(checkpoint).is_absolute():
         out["checkpoint"] = Path(checkpoint).name
         if Path(checkpoint).is_file():
-            out["checkpoint_sha256"] = hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
+            out["checkpoint_sha256"] = file_sha256(checkpoint)
     return out
 
 
@@ -320,9 +320,8 @@ def write_results(collected: Mapping, output: str | Path) -> dict:
             merged.pop(section, None)
     merged.update({key: value for key, value in collected.items() if key != "studies"})
     merged["studies"] = {**merged.get("studies", {}), **collected["studies"]}
-    path.parent.mkdir(parents=True, exist_ok=True)
     merged = portable_paths(merged)  # parts merged from an older file too
-    path.write_text(json.dumps(merged, indent=1))
+    write_text_atomically(path, json.dumps(merged, indent=1))
     return merged
 
 

@@ -52,6 +52,8 @@ from typing import Any
 import yaml
 from tqdm.auto import tqdm
 
+from ..files import write_text_atomically
+
 SUMMARY_FILE = "batch_summary.json"
 POINT_FILE = "point.json"
 DEFAULT_KERNEL = "python3"
@@ -267,7 +269,7 @@ def _read_record(point_dir: Path) -> dict[str, Any] | None:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    write_text_atomically(path, json.dumps(data, indent=2) + "\n")
 
 
 def _same_parameters(record: Mapping[str, Any], parameters: Mapping[str, Any]) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from ..data import load_pairs
+from ..files import write_text_atomically
 from ..longclip import load_longclip
 from ..train import TrainConfig, resolve_device, train
 from .ablations import portable_paths
@@ -86,8 +87,7 @@ def run_calibration(
         "torch": torch.__version__,
     }
     if output is not None:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(results, indent=2, default=float))
+        write_text_atomically(output, json.dumps(results, indent=2, default=float))
     return results
 
 

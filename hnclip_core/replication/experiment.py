@@ -40,7 +40,7 @@ import torch
 from .. import toy  # noqa: F401  (registers the synthetic benchmark with load_pairs)
 from ..data import DATASETS, SPLITS, PairDataset, load_pairs
 from ..evaluate import DEFAULT_KS, encode_dataset, recall_at_k
-from ..files import write_atomically
+from ..files import config_digest, write_text_atomically
 from ..frameworks import ADAPTER_LR, build_framework
 from ..longclip import load_longclip
 from ..train import STATE_FILE, TrainConfig, check_field_types, recall_row, resolve_device, train
@@ -88,12 +88,7 @@ def objective_name(gamma: float, token_weight: float) -> str:
 
 def _write_json(path: Path, data, indent: int = 2) -> None:
     """Write ``data`` to ``path`` whole or not at all (chapters run side by side share the run cache)."""
-    text = json.dumps(data, indent=indent, default=float)
-    write_atomically(path, lambda tmp: tmp.write_text(text))
-
-
-def _digest(values: dict) -> str:
-    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
+    write_text_atomically(path, json.dumps(data, indent=indent, default=float))
 
 
 def _identity(settings: dict) -> dict:
@@ -114,7 +109,7 @@ def run_directory(runs_dir: str | Path, settings: dict) -> Path:
     prefix = objective_name(settings["gamma"], settings["token_weight"]).replace("+", "_")
     if settings["framework"] != "longclip":
         prefix = f"{settings['framework']}-{prefix}"
-    return Path(runs_dir) / f"{prefix}-{_digest(_identity(settings))}"
+    return Path(runs_dir) / f"{prefix}-{config_digest(_identity(settings), 12)}"
 
 
 @dataclass
@@ -327,7 +322,7 @@ class Experiment:
             if result["last"]["epoch"] == config.epochs:
                 return {**result, "run_dir": str(run_dir)}
         resume = (run_dir / STATE_FILE).is_file()
-        zero_shot_file = self.runs_path / "zero_shot" / f"{_digest(_zero_shot_identity(settings))}.json"
+        zero_shot_file = self.runs_path / "zero_shot" / f"{config_digest(_zero_shot_identity(settings), 12)}.json"
         known = json.loads(zero_shot_file.read_text()) if zero_shot_file.is_file() else None
         hooks = build_framework(framework_fields["framework"], config.dataset, framework_fields["segment_file"],
                                 framework_fields["caption_augmentation"], config.seed)
@@ -355,7 +350,7 @@ class Experiment:
         if result is not None:
             stored = Path(result["run_dir"]) / name
         else:  # the backbone's score: one per checkpoint, as its in-domain zero-shot evaluation is
-            stored = self.runs_path / "zero_shot" / f"{_digest({'checkpoint': str(self.checkpoint)})}-{name}"
+            stored = self.runs_path / "zero_shot" / f"{config_digest({'checkpoint': str(self.checkpoint)}, 12)}-{name}"
         if stored.is_file():
             return json.loads(stored.read_text())
         model, preprocess, tokenizer = self.load_model() if result is None else self.load_trained_model(result)

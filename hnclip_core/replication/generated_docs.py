@@ -25,10 +25,19 @@ from functools import cached_property
 from pathlib import Path
 from statistics import fmean, stdev
 
+from ..files import write_text_atomically
 from ..toy.model import shipped_toy_path
 from . import paper
 from .ablations import plug_and_play_table, throughput_table
-from .report import format_number, markdown_table, numbers_cell, recall_table, renamed, verdicts_table
+from .report import (
+    DESIGN_TARGET_STATUSES,
+    format_number,
+    markdown_table,
+    numbers_cell,
+    recall_table,
+    renamed,
+    verdicts_table,
+)
 from .scorecard import CALIBRATION, CLAIMS, DAMAGE_LIMITATION, STATUSES, Verdict, calibration_view, design_targets
 from .tidy import read_results
 
@@ -134,7 +143,7 @@ def design_targets_table(results: Results) -> str:
     """The toy's design targets, judged on the calibration (they are not claims of the paper)."""
     rules = {c.id: (c.rule, c.why) for c in CALIBRATION}
     targets = design_targets(calibration_view(read_results(calibration=results.results_dir / "calibration.json")))
-    met = {"reproduced": "met", "not reproduced": "**missed**"}
+    met = DESIGN_TARGET_STATUSES
     counts = ", ".join(f"**{sum(v.status == status for v in targets)} {word.strip('*')}**"
                        for status, word in met.items() if any(v.status == status for v in targets))
     return f"{counts} of {len(targets)}.\n\n" + verdicts_table(targets, rules, statuses=met)
@@ -228,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         if fresh != text:
             stale.append(name)
             if not args.check:
-                path.write_text(fresh)
+                write_text_atomically(path, fresh)
     print(("stale: " if args.check else "rewritten: ") + (", ".join(stale) or "none"))
     return 1 if args.check and stale else 0
 

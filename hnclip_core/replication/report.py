@@ -12,8 +12,9 @@ import math
 from collections.abc import Mapping, Sequence
 
 __all__ = [
-    "SOURCE_NAMES", "compared", "diagnostics_table", "format_number", "gap_note", "geometry_table", "markdown_table",
-    "numbers_cell", "power_of_ten", "recall_table", "renamed", "thresholds_table", "verdicts_table",
+    "DESIGN_TARGET_STATUSES", "SOURCE_NAMES", "compared", "diagnostics_table", "format_number", "gap_note",
+    "geometry_table", "markdown_table", "numbers_cell", "power_of_ten", "recall_table", "renamed", "thresholds_table",
+    "verdicts_table",
 ]
 
 DIRECTIONS = (("t2i", "T→I"), ("i2t", "I→T"))
@@ -172,6 +173,10 @@ def renamed(text: str, names: Mapping[str, str] = SOURCE_NAMES) -> str:
     for old, new in names.items():
         text = text.replace(old, new)
     return text
+
+
+#: How a design target's verdict reads (they are the toy's targets, not the paper's claims).
+DESIGN_TARGET_STATUSES = {"reproduced": "met", "not reproduced": "**missed**"}
 
 
 def verdicts_table(verdicts: Sequence, rules: Mapping[str, tuple[str, str]] | None = None,

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 
+from ..files import write_text_atomically
 from .batch import notebook_parameters, parameter_type_problem
 
 __all__ = ["run_tutorial", "chapter_notebooks", "main"]
@@ -137,10 +138,10 @@ def run_tutorial(
                    "peak_kernel_memory_mb": round(memory.peak_mb)}
         summary["chapters"].append(chapter)
         print(f"{notebook.name}: {chapter['seconds']:.0f} s", file=sys.stderr)
-        (output / "tutorial_summary.json").write_text(json.dumps(summary, indent=2))
+        write_text_atomically(output / "tutorial_summary.json", json.dumps(summary, indent=2))
     summary["seconds"] = round(sum(c["seconds"] for c in summary["chapters"]), 1)
     summary["peak_kernel_memory_mb"] = max(c["peak_kernel_memory_mb"] for c in summary["chapters"])
-    (output / "tutorial_summary.json").write_text(json.dumps(summary, indent=2))
+    write_text_atomically(output / "tutorial_summary.json", json.dumps(summary, indent=2))
     return summary
 
 

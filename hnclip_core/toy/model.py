@@ -16,13 +16,14 @@ would round s = 100 up to 100.03).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
+from functools import partial
 from pathlib import Path
 
 import torch
 
+from ..files import file_sha256, write_atomically, write_text_atomically
 from ..longclip import ClipArchitecture, load_longclip, longclip_state_dict
 from ..train import TrainConfig
 from .cache import cache_dir
@@ -65,10 +66,6 @@ def shipped_toy_path(recipe: PretrainRecipe = TOY_RECIPE) -> Path:
     return ASSETS / f"toy-longclip-{recipe.digest()}.pt"
 
 
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def ensure_toy_model() -> Path:
     """The shipped toy checkpoint, after checking it against its recorded SHA-256 (no pretraining, ever)."""
     path = shipped_toy_path()
@@ -79,7 +76,7 @@ def ensure_toy_model() -> Path:
             "reinstall the package, or rebuild it with `python -m hnclip_core pretrain-toy --ship`"
         )
     expected = json.loads(record_path.read_text())["sha256"]
-    if sha256_of(path) != expected:
+    if file_sha256(path) != expected:
         raise ValueError(
             f"{path} does not match its recorded SHA-256 {expected[:12]}… (a Git LFS pointer or a partial "
             "download?); restore it from the repository or rebuild it with `python -m hnclip_core pretrain-toy --ship`"
@@ -103,9 +100,9 @@ def ship_toy(trained: str | Path, recipe: PretrainRecipe = TOY_RECIPE) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     for old in path.parent.glob("toy-longclip-*"):
         old.unlink()
-    torch.save(state, path)
+    write_atomically(path, partial(torch.save, state))
     report = json.loads(trained.with_suffix(".json").read_text())
-    record = {"file": path.name, "sha256": sha256_of(path), "storage": "fp16 (logit_scale fp32)",
+    record = {"file": path.name, "sha256": file_sha256(path), "storage": "fp16 (logit_scale fp32)",
               "recipe_digest": recipe.digest(), **report}
-    path.with_suffix(".json").write_text(json.dumps(record, indent=1))
+    write_text_atomically(path.with_suffix(".json"), json.dumps(record, indent=1))
     return path

@@ -22,7 +22,6 @@ interruption; a probe of the zero-shot regime (:mod:`hnclip_core.toy.regime`) is
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import platform
@@ -39,7 +38,7 @@ from open_clip.loss import ClipLoss
 from tqdm.auto import tqdm
 
 from ..features import encode_images, encode_texts
-from ..files import write_atomically
+from ..files import config_digest, write_atomically, write_text_atomically
 from ..longclip import (
     LONG_CONTEXT,
     ClipArchitecture,
@@ -94,7 +93,7 @@ class PretrainRecipe:
         return record
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:10]
+        return config_digest(self.as_dict(), 10)
 
 
 def scene_batch(recipe: PretrainRecipe, stage: int, step: int, preprocess) -> tuple[torch.Tensor, list[str]]:
@@ -218,5 +217,5 @@ def pretrain(
         "probes": trace["probes"],
         "parameters": sum(p.numel() for p in model.parameters()),
     }
-    output.with_suffix(".json").write_text(json.dumps(report, indent=2))
+    write_text_atomically(output.with_suffix(".json"), json.dumps(report, indent=2))
     return output

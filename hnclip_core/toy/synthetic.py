@@ -52,7 +52,6 @@ spelling ("color", "center"), which is what CLIP's web-trained BPE has seen most
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -68,6 +67,7 @@ from PIL import Image, ImageDraw
 
 from ..data.docci import load_docci_pairs
 from ..data.pairs import DatasetLayoutError, ImageCaptionPair
+from ..files import config_digest
 from .cache import cache_dir
 
 #: Bump whenever generated images or captions change for an unchanged config (invalidates caches).
@@ -792,11 +792,12 @@ def config_record(config: SyntheticConfig) -> dict:
 
 def config_hash(config: SyntheticConfig) -> str:
     """Short stable hash of :func:`config_record` (names the default cache folder)."""
-    canonical = json.dumps(config_record(config), sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    return config_digest(config_record(config), 12)
 
 
 def write_jsonlines(path: Path, rows: Sequence[dict]) -> None:
+    """Write ``rows`` one JSON object a line, directly: only into the staging folder of
+    :func:`write_synthetic_benchmark`, which is renamed whole once complete."""
     with path.open("w", encoding="utf-8") as out:
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
