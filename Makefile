@@ -11,7 +11,7 @@ TEST_WORKERS ?= 2
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 # Chapter 5 collects what chapters 1–4 wrote to the same folder, so it is checked after them, together with their
 # trained numbers, which are compared with results/chapter_numbers.json within a seed-derived tolerance
-# (tests/chapter_numbers.py; nbval compares only what is deterministic exactly).
+# (hnclip_core/replication/committed.py; nbval compares only what is deterministic exactly).
 CHAPTER_5 := notebooks/05_results.ipynb
 CHECK_AFTER_CHAPTERS := HNCLIP_OUTPUT_DIR=$(TEST_OUTPUT) HNCLIP_CHAPTER_OUTPUT=$(TEST_OUTPUT) \
 	$(BIN)/python -m pytest $(NBVAL) $(CHAPTER_5) tests/test_chapter_numbers.py
@@ -87,10 +87,10 @@ notebooks: $(STAMP)
 	for nb in notebooks/*.ipynb; do \
 		HNCLIP_OUTPUT_DIR=$(NOTEBOOKS_OUTPUT) $(BIN)/papermill $$nb $$nb --cwd notebooks -k python3 || exit 1; \
 	done
-	$(BIN)/python -m tests.chapter_numbers $(NOTEBOOKS_OUTPUT) > results/chapter_numbers.json
+	$(BIN)/python -m hnclip_core.replication.committed trained-numbers $(NOTEBOOKS_OUTPUT) > results/chapter_numbers.json
 	cp $(NOTEBOOKS_OUTPUT)/scorecard.json results/scorecard.json
 	$(MAKE) docs
-	$(BIN)/python -m tests.committed_notebooks notebooks/*.ipynb
+	$(BIN)/python -m hnclip_core.replication.committed drop-widget-views notebooks/*.ipynb
 	$(BIN)/nbstripout --keep-output --keep-count --extra-keys "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.widgets" notebooks/*.ipynb
 	# papermill tags every cell; give the notebooks back their scripts' cell metadata, so that JupyterLab's jupytext
 	# opens them even where a script is older than its notebook

@@ -1,4 +1,5 @@
-"""The chapters' trained numbers match the committed run within the seed-derived tolerance (chapter_numbers.py).
+"""The chapters' trained numbers match the committed run within the seed-derived tolerance
+(:mod:`hnclip_core.replication.committed`).
 
 Runs after nbval has executed the chapters (``make test`` and ``make notebook-test`` set ``HNCLIP_CHAPTER_OUTPUT``
 to their output folder); the unit tests of the comparison itself run always.
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.chapter_numbers import kind, tolerances, trained_numbers
+from hnclip_core.replication.committed import kind, tolerances, trained_numbers
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "results" / "chapter_numbers.json"

@@ -6,7 +6,7 @@ import jupytext
 import nbformat
 import pytest
 
-from tests.committed_notebooks import WIDGET_VIEW
+from hnclip_core.replication.committed import WIDGET_VIEW
 
 FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
 CHAPTERS = sorted(FOLDER.glob("[0-9][0-9]_*.ipynb"))
@@ -38,7 +38,7 @@ def test_notebook_matches_its_script_and_follows_the_conventions(path):
             shows = ("display(" in cell.source or "print(" in cell.source) and "if interactive" not in cell.source
             assert cell.outputs or not shows, f"committed notebooks carry their outputs:\n{cell.source[:200]}"
             assert all(o.output_type != "error" for o in cell.outputs)
-            # widget views are dropped before committing (tests/committed_notebooks.py): their frozen text fallback
+            # widget views are dropped before committing (hnclip_core.replication.committed): their frozen text fallback
             # is not what a reader should see, and only cells nbval does not compare may have had them
             assert not any(WIDGET_VIEW in o.get("data", {}) for o in cell.outputs), "run `make notebooks`"
             # nbval treats a cell without an execution count as never run and fails it if it has outputs.
