@@ -139,3 +139,28 @@ def test_a_recipe_using_no_later_field_keeps_its_digest_and_a_fixed_s_stays_put(
     assert gap.as_dict()["detail_rate"] == 0.1 and gap.digest() != MICRO.digest()
     model, _, _ = load_longclip(pretrain(gap, tmp_path / "toy.pt", progress=False))
     assert model.logit_scale.exp().item() == pytest.approx(100.0)
+
+
+def test_token_alignment_measures_both_rankings_and_leaves_the_model_as_it_was(tiny_checkpoint):
+    from hnclip_core.features import encode_batch
+    from hnclip_core.toy.regime import benchmark_tensors, token_alignment
+    from hnclip_core.toy.synthetic import SyntheticConfig
+
+    data = benchmark_tensors("train", SyntheticConfig(seed=3, num_train_families=2, num_test_families=1, image_size=32))
+    model, _, tokenizer = load_longclip(tiny_checkpoint)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    reading = token_alignment(model, data, tokenizer, micro_batch=8, num_batches=1)
+
+    rows = torch.randperm(len(data.captions), generator=torch.Generator().manual_seed(0))[:8]
+    with torch.no_grad():
+        batch = encode_batch(model.train(), data.images[rows], tokenizer([data.captions[i] for i in rows]))
+    scores = torch.nn.functional.normalize(batch.image_features, dim=-1) @ torch.nn.functional.normalize(
+        batch.text_features, dim=-1).t()
+    others = scores.masked_fill(torch.eye(8, dtype=torch.bool), float("-inf")).max(dim=1).values
+    assert reading["global_top1"] == pytest.approx(float((scores.diag() > others).float().mean()))
+    assert reading["global_margin"] == pytest.approx(float((scores.diag() - others).mean()), abs=1e-6)
+    for key in ("token_i2t_top1", "token_t2i_top1"):
+        assert 0 <= reading[key] <= 1
+    assert reading["grad_norm_ratio"] > 0 and -1 <= reading["grad_cosine"] <= 1 and reading["loss_tok"] > 0
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

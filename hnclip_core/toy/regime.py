@@ -16,6 +16,10 @@ fine-tuning:
   image–text cosine; ≈ 0.3 for CLIP), ``centroid_distance`` (between the mean image and the mean caption
   embedding) and ``image_cone`` (mean pairwise image cosine; the text cone is ``mean_pairwise``);
 * zero-shot Recall@1 in both directions.
+
+:func:`token_alignment` asks the same of the token term of Eq. 3: whether the model's word-token and patch
+embeddings already rank the right pairs first (FILIP scores, §2.3) as its global embeddings do, and how large and
+how aligned L_tok's gradient is beside L_HN's on the same micro-batches.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ import torch
 from open_clip.loss import ClipLoss
 
 from ..evaluate import caption_geometry, encode_dataset
+from ..features import encode_batch
+from ..losses import HNClipLoss, token_loss, token_similarity, valid_text_token_mask
 from .synthetic import SyntheticConfig, iter_examples
 
-__all__ = ["BenchmarkTensors", "benchmark_tensors", "zero_shot_regime"]
+__all__ = ["BenchmarkTensors", "benchmark_tensors", "zero_shot_regime", "token_alignment"]
 
 SOLVED_BELOW = 1e-3
 
@@ -121,3 +127,61 @@ def zero_shot_regime(
         "centroid_distance": float((test_images.mean(dim=0) - test_texts.mean(dim=0)).norm()),
         "image_cone": float(image_pair_sum / (count * (count - 1))),
     }
+
+
+def _ranking(scores: torch.Tensor) -> tuple[float, float]:
+    """Share of rows whose own column scores highest, and the mean margin of the own column over the best other."""
+    others = scores.masked_fill(torch.eye(len(scores), dtype=torch.bool), float("-inf")).max(dim=1).values
+    own = scores.diag()
+    return float((own > others).float().mean()), float((own - others).mean())
+
+
+def token_alignment(model, train: BenchmarkTensors, tokenizer, micro_batch: int = 16, num_batches: int = 16,
+                    gamma: float = 0.5, seed: int = 0) -> dict:
+    """Global versus token-level (FILIP) ranking on random ``micro_batch``-pair batches of ``train``, and the
+    gradients of L_HN (Eq. 2) and L_tok (Eq. 3) at the model's own s, as medians over ``num_batches``:
+
+    * ``global_top1`` / ``token_i2t_top1`` / ``token_t2i_top1`` — share of rows (images; images for the token
+      image→text score; captions for text→image) whose own pair scores highest, with ``*_margin`` its mean margin
+      over the best other pair (cosine units for global; averaged token–patch maxima for the token scores);
+    * ``loss_hn``, ``loss_tok`` and ``grad_norm_ratio`` = ‖∇L_tok‖ / ‖∇L_HN‖ over all parameters, with
+      ``grad_cosine`` the cosine between the two gradients.
+
+    Token scores that rank no better than chance make L_tok a large loss whose gradient, at λ = 1, competes with
+    L_HN's instead of refining it. The model is left unchanged (gradients are cleared).
+    """
+    generator = torch.Generator().manual_seed(seed)
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    was_training = model.training
+    model.train()
+    readings: dict[str, list[float]] = {}
+    try:
+        for _ in range(num_batches):
+            rows = torch.randperm(len(train.captions), generator=generator)[:micro_batch]
+            batch = encode_batch(model, train.images[rows], tokenizer([train.captions[i] for i in rows]), True)
+            images = torch.nn.functional.normalize(batch.image_features, dim=-1)
+            texts = torch.nn.functional.normalize(batch.text_features, dim=-1)
+            mask = valid_text_token_mask(batch.text_ids)
+            scale = model.logit_scale.exp()
+            with torch.no_grad():
+                image_to_text, text_to_image = token_similarity(batch.image_tokens, batch.text_tokens, mask)
+            loss_hn = HNClipLoss(gamma=gamma)(images, texts, scale)
+            loss_tok = token_loss(batch.image_tokens, batch.text_tokens, mask, scale)
+            grads = [torch.cat([(g if g is not None else torch.zeros_like(p)).flatten() for g, p in zip(
+                torch.autograd.grad(loss, parameters, retain_graph=True, allow_unused=True), parameters,
+                strict=True)]) for loss in (loss_hn, loss_tok)]
+            values = {
+                "global": _ranking((images @ texts.t()).detach()), "token_i2t": _ranking(image_to_text),
+                "token_t2i": _ranking(text_to_image.t()),
+            }
+            for name, (top1, margin) in values.items():
+                readings.setdefault(f"{name}_top1", []).append(top1)
+                readings.setdefault(f"{name}_margin", []).append(margin)
+            readings.setdefault("loss_hn", []).append(loss_hn.item())
+            readings.setdefault("loss_tok", []).append(loss_tok.item())
+            readings.setdefault("grad_norm_ratio", []).append(float(grads[1].norm() / grads[0].norm().clamp(min=1e-30)))
+            readings.setdefault("grad_cosine", []).append(float(torch.nn.functional.cosine_similarity(*grads, dim=0)))
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+    return {name: statistics.median(values) for name, values in readings.items()}
