@@ -42,6 +42,7 @@ from hnclip_core.longclip import (
     longclip_param_groups,
 )
 from hnclip_core.losses import HNClipTokenLoss
+from hnclip_core.replication import paper
 from hnclip_core.replication.experiment import OBJECTIVES, objective_parameters
 from hnclip_core.toy import TOY_ARCHITECTURE
 
@@ -60,16 +61,23 @@ ARCHITECTURES = {
     ),
 }
 DEFAULT_OBJECTIVES = ("clip", "hn", "hn+tok")
-#: Table A3 of the paper: DCI fine-tuning, 10 epochs, 5.4k images, one Ascend 910B, effective batch 128.
-#: (method, wall-clock, img/s, our objective it corresponds to)
-PAPER_TABLE_A3 = (
-    ("Long-CLIP (plain FT)", "~16 min", 55.5, "clip"),
-    ("FineLIP", "-", None, None),
-    ("GOAL", "~41 min", 22.0, None),
-    ("StructXLIP", "~92 min", 10.0, None),
-    ("HN-CLIP (ours)", "17 min", 53.0, "hn+tok"),
-)
 MEAN_CAPTION_TOKENS = 150  # dense captions (DOCCI, DCI) average ~150 of Long-CLIP's 248 positions
+
+
+def paper_table_a3() -> list[dict]:
+    """Table A3 of the paper (DCI fine-tuning, one Ascend 910B, effective batch 128), from the paper data
+    (``hnclip_core/replication/paper/tableA3.json``): per row the method, wall-clock minutes and img/s (``None``
+    where the paper prints "—"), the values it prints with "≈", and the objective of ours it corresponds to."""
+    return [{"method": row.method, "wall_clock_min": row.values["wall_clock_min"],
+             "throughput_img_s": row.values["throughput_img_s"], "approximate": list(row.approximate),
+             "objective": row.objective} for row in paper.table("A3").rows]
+
+
+def _shown(row: dict, metric: str, unit: str = "") -> str:
+    """A Table A3 cell as the paper prints it: "—" for no number, "~" for its "≈"."""
+    if row[metric] is None:
+        return "-"
+    return f"{'~' if metric in row['approximate'] else ''}{row[metric]:g}{unit}"
 
 
 def random_batch(arch: ClipArchitecture, size: int, mean_tokens: int, seed: int = 0):
@@ -208,14 +216,17 @@ def main() -> None:
         print(f"{accumulation:<14}{name:<10}{row['img_per_s']:>9.1f}{row['time_vs_clip']:>14.3f}{memory}")
 
     ours = {r["objective"]: r["img_per_s"] for r in results if r["accumulation"] == args.accumulation[0]}
-    print(f"\npaper, Table A3 (DCI fine-tuning, 10 epochs, 5.4k images, one Ascend 910B, effective batch 128; "
-          f"throughput = images / wall-clock,\nso it includes data loading) beside ours ({args.accumulation[0]}):")
+    table_a3 = paper_table_a3()
+    print(f"\npaper, Table A3 ({paper.table('A3').caption.split(':')[0]}; throughput = images / wall-clock,\n"
+          f"so it includes data loading) beside ours ({args.accumulation[0]}):")
     print(f"{'method':<22}{'wall-clock':>11}{'img/s':>8}   ours")
-    for method, wall, rate, objective in PAPER_TABLE_A3:
+    for row in table_a3:
+        objective = row["objective"]
         mine = f"{objective}: {ours[objective]:.1f} img/s" if objective in ours else ""
-        print(f"{method:<22}{wall:>11}{rate if rate is not None else '-':>8}   {mine}")
-    paper_ratio = 55.5 / 53.0
-    line = f"time of HN-CLIP vs plain fine-tuning: paper {paper_ratio:.3f} (55.5 / 53 img/s)"
+        print(f"{row['method']:<22}{_shown(row, 'wall_clock_min', ' min'):>11}{_shown(row, 'throughput_img_s'):>8}"
+              f"   {mine}")
+    plain, hn_clip = (paper.value("A3", method=o, dataset="DCI", metric="throughput_img_s") for o in ("clip", "hn+tok"))
+    line = f"time of HN-CLIP vs plain fine-tuning: paper {plain / hn_clip:.3f} ({plain:g} / {hn_clip:g} img/s)"
     if "hn+tok" in ours:
         line += f", ours (hn+tok vs clip) {ours['clip'] / ours['hn+tok']:.3f}"
     print(line)
@@ -229,8 +240,7 @@ def main() -> None:
             "rounds": args.rounds, "steps": args.steps, "mean_caption_tokens": float(lengths.float().mean()),
             "mean_encoded_tokens": trimmed, "resident_gib": resident / 2**30 if cuda else None,
             "results": results,
-            "paper_table_a3": [{"method": m, "wall_clock": w, "img_per_s": r, "objective": o}
-                               for m, w, r, o in PAPER_TABLE_A3],
+            "paper_table_a3": table_a3,
         }, indent=2) + "\n")
         print(f"wrote {args.json}")
 

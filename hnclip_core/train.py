@@ -37,7 +37,7 @@ import sys
 import time
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from pathlib import Path
@@ -59,7 +59,7 @@ from .losses import HNClipTokenLoss
 
 __all__ = [
     "TrainConfig", "TrainingHooks", "check_field_types", "train", "recall_row", "resolve_device", "training_subset",
-    "epoch_batches", "TrainingDiverged",
+    "epoch_batches", "shuffled_batches", "TrainingDiverged",
 ]
 
 log = logging.getLogger(__name__)
@@ -260,12 +260,35 @@ def training_subset(num_pairs: int, fraction: float, seed: int) -> torch.Tensor:
     return order[:count].sort().values
 
 
+def shuffled_batches(
+    num_items: int, batch_size: int, generator: torch.Generator, num_batches: int | None = None
+) -> Iterator[torch.Tensor]:
+    """Index batches as a shuffling loader with ``drop_last`` gives them: a permutation of ``num_items`` drawn
+    from ``generator``, cut into batches of ``batch_size`` (the last partial one dropped), and a fresh permutation
+    whenever an epoch runs out. ``num_batches`` batches in all; ``None``: one epoch, ``num_items // batch_size``."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    num_batches = num_items // batch_size if num_batches is None else num_batches
+    if num_batches > 0 and batch_size > num_items:
+        raise ValueError(f"batches of {batch_size} cannot be drawn from {num_items} items")
+
+    def batches() -> Iterator[torch.Tensor]:
+        produced = 0
+        while produced < num_batches:
+            order = torch.randperm(num_items, generator=generator)
+            for start in range(0, num_items - batch_size + 1, batch_size):
+                if produced == num_batches:
+                    return
+                yield order[start : start + batch_size]
+                produced += 1
+
+    return batches()
+
+
 def epoch_batches(num_pairs: int, batch_size: int, seed: int, epoch: int) -> list[torch.Tensor]:
     """The effective batches of one epoch: a permutation fixed by (seed, epoch), last partial batch
     dropped. Independent of any global random state, so a resumed run sees the same batches."""
-    generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
-    order = torch.randperm(num_pairs, generator=generator)
-    return [order[i : i + batch_size] for i in range(0, num_pairs - batch_size + 1, batch_size)]
+    return list(shuffled_batches(num_pairs, batch_size, torch.Generator().manual_seed(seed * 100_003 + epoch)))
 
 
 def cosine_with_warmup(warmup_steps: int, total_steps: int) -> Callable[[int], float]:

@@ -466,7 +466,7 @@ def test_chapter5_halving_gains_halve_t():
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Every exercise question has a written answer (issue 23): each chapter's "## Exercises" list, item by item,
+# Every exercise question has a written answer: each chapter's "## Exercises" list, item by item,
 # against the docstring of the matching solution function
 # ------------------------------------------------------------------------------------------------------------
 

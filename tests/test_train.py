@@ -8,7 +8,7 @@ import torch
 
 from hnclip_core import train as train_module
 from hnclip_core.longclip import KEEP_POSITIONS, load_longclip_state_dict
-from hnclip_core.train import TrainConfig, epoch_batches, train, training_subset
+from hnclip_core.train import TrainConfig, epoch_batches, shuffled_batches, train, training_subset
 
 #: Table 3b's objectives as (γ, λ) of the loss
 OBJECTIVES = {"clip": {"gamma": 0.0, "token_weight": 0.0}, "hn": {"gamma": 0.5, "token_weight": 0.0},
@@ -110,6 +110,24 @@ def test_subsets_are_identical_across_methods_and_nested():
     batches = epoch_batches(50, 16, seed=0, epoch=1)
     assert len(batches) == 3 and all(len(b) == 16 for b in batches)
     assert not torch.equal(batches[0], epoch_batches(50, 16, seed=0, epoch=2)[0])
+
+
+def test_shuffled_batches_reshuffle_one_generator_like_a_drop_last_loader():
+    generator = torch.Generator().manual_seed(4)
+    batches = list(shuffled_batches(10, 4, generator, num_batches=5))  # two batches per epoch, two left over
+    expected = torch.Generator().manual_seed(4)
+    orders = [torch.randperm(10, generator=expected) for _ in range(3)]
+    assert all(torch.equal(b, order[start : start + 4])
+               for b, (order, start) in zip(batches, [(o, s) for o in orders for s in (0, 4)][:5], strict=True))
+    # one epoch by default; epoch_batches is that epoch under a generator seeded by (seed, epoch)
+    assert len(list(shuffled_batches(10, 4, torch.Generator()))) == 2
+    one_epoch = shuffled_batches(50, 16, torch.Generator().manual_seed(3 * 100_003 + 2))
+    assert all(torch.equal(a, b) for a, b in zip(one_epoch, epoch_batches(50, 16, seed=3, epoch=2), strict=True))
+    assert epoch_batches(5, 8, seed=0, epoch=0) == []
+    with pytest.raises(ValueError, match="cannot be drawn"):
+        list(shuffled_batches(5, 8, torch.Generator(), num_batches=1))
+    with pytest.raises(ValueError, match="at least 1"):
+        shuffled_batches(5, 0, torch.Generator())
 
 
 def test_config_validation():

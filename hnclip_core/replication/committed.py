@@ -24,11 +24,12 @@ that is a change in behaviour, not noise.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from pathlib import Path
 
 import nbformat
+
+from .tidy import read_results, seed_std
 
 __all__ = ["WIDGET_VIEW", "drop_widget_views", "trained_numbers", "tolerances", "kind"]
 
@@ -54,6 +55,8 @@ FILES = ("saturation.json", "fine_tuning.json", "ablations.json")
 RECALL_KEYS = ("t2i_r1", "i2t_r1", "mean_r1")
 SHARE_KEYS = ("solved_clip", "solved_hn", "micro_solved_clip", "micro_solved_hn")
 SKIPPED = ("history", "seconds", "run_dir", "parameters", "scale")
+#: The calibration's objectives whose seed spread sets the tolerances: InfoNCE and HN-CLIP.
+OBJECTIVES = ("clip", "hn+tok")
 
 
 def _walk(node, path: str, out: dict[str, float]) -> None:
@@ -80,16 +83,19 @@ def trained_numbers(output_dir: str | Path) -> dict[str, float]:
     return out
 
 
-def tolerances(calibration: dict) -> dict[str, float]:
-    """Allowed absolute difference per kind of metric (module docstring): one for every recall, one per kind of
-    solved share (a share of measured optimizer steps moves in coarser units than a share of micro-batches)."""
-    runs = calibration["runs"]
-    recall_std = max(statistics.stdev(r[o]["last"][k] for r in runs) for o in ("clip", "hn+tok") for k in RECALL_KEYS)
+def tolerances(calibration: str | Path) -> dict[str, float]:
+    """Allowed absolute difference per kind of metric (module docstring), from the calibration file ``calibration``
+    as the tidy table reads it: 3 × the largest seed standard deviation (:func:`~.tidy.seed_std` of one objective's
+    runs, InfoNCE or HN-CLIP) of any recall at the last epoch, and of each kind of solved share at any epoch (a share
+    of measured optimizer steps moves in coarser units than a share of micro-batches)."""
+    runs = read_results(calibration=calibration).where(study="calibration")
+    recall_std = max(seed_std(runs.where(objective=o), k)[0] for o in OBJECTIVES for k in RECALL_KEYS)
+    if not recall_std >= 0:  # nan: no objective was run with two seeds
+        raise ValueError(f"{calibration}: the seed spread needs each of {OBJECTIVES} run with at least two seeds")
     allowed = {"recall": max(0.1, 3 * recall_std)}
     for key in SHARE_KEYS:
-        spreads = [statistics.stdev(r[o]["diagnostics"][e][key] for r in runs)
-                   for o in ("clip", "hn+tok") for e in range(len(runs[0][o]["diagnostics"]))
-                   if key in runs[0][o]["diagnostics"][e]]
+        spreads = [spread for o in OBJECTIVES for epoch in runs.where(objective=o).column("epoch")
+                   for spread, groups in [seed_std(runs.where(objective=o, epoch=epoch), key)] if groups]
         allowed[key] = max(0.01, 3 * max(spreads, default=0.0))
     return allowed
 

@@ -41,6 +41,9 @@ from itertools import pairwise
 import torch
 from tqdm.auto import tqdm
 
+from ..evaluate import caption_geometry
+from ..train import shuffled_batches
+
 __all__ = ["DEFAULT_BUCKETS", "CaptionGeometry", "InBatchHardness", "encode_captions", "caption_similarity_stats",
            "in_batch_hardness"]
 
@@ -217,9 +220,11 @@ def caption_similarity_stats(
     The paper's numbers for the pre-trained Long-CLIP-L text encoder on the test captions: mean pairwise
     0.84 / 0.85 / 0.88 and mean hardest companion 0.93 / 0.92 / 0.94 on DOCCI / DCI / Urban-1K.
 
-    ``text_features`` are L2-normalised ``[N, D]`` rows (N ≥ 2). The cosine matrix is processed
-    ``block_size`` rows at a time; pair statistics use each unordered pair once, which by symmetry equals
-    the average over all ordered pairs i ≠ j. ``pairwise_similarities`` keeps every pair when
+    ``text_features`` are L2-normalised ``[N, D]`` rows (N ≥ 2). The two means are those of the core's
+    :func:`hnclip_core.evaluate.caption_geometry` (the statistics training records every epoch); this adds what
+    only the figures need. The cosine matrix is processed ``block_size`` rows at a time; the shares at or above
+    a threshold use each unordered pair once, which by symmetry equals the share over all ordered pairs i ≠ j.
+    ``pairwise_similarities`` keeps every pair when
     N(N−1)/2 ≤ ``max_pairwise_values``, otherwise ``max_pairwise_values`` pairs drawn uniformly (with
     replacement, ``seed``) so that histograms of 10k-caption splits stay a few MB. ``buckets`` are the
     hardness thresholds of Fig. A6C.
@@ -236,12 +241,10 @@ def caption_similarity_stats(
         sample_first, sample_second = _draw_pairs(n, max_pairwise_values, seed)
         sampled_pairs = torch.empty(max_pairwise_values)
 
-    pair_sum = torch.zeros((), dtype=torch.float64)
     count_at_least = [0] * len(thresholds)
     hardest_values, hardest_indices = [], []
     for rows, block in _similarity_blocks(features, block_size):
         pairs = block[_columns_after_row(rows, n)]
-        pair_sum += pairs.sum(dtype=torch.float64).cpu()
         for k, threshold in enumerate(thresholds):
             count_at_least[k] += int((pairs >= threshold).sum())
         if keep_every_pair:
@@ -253,14 +256,14 @@ def caption_similarity_stats(
         hardest_indices.append(hardest.indices.cpu())
 
     pair_values = torch.cat(kept_pairs) if keep_every_pair else sampled_pairs
-    hardest_negative = torch.cat(hardest_values)
+    means = caption_geometry(features, block_size)
     fraction_at_least, bucket_fractions = _composition(count_at_least, num_pairs, thresholds)
     return CaptionGeometry(
         num_captions=n,
-        mean_pairwise=float(pair_sum / num_pairs),
-        hardest_negative=hardest_negative,
+        mean_pairwise=means["mean_pairwise"],
+        hardest_negative=torch.cat(hardest_values),
         hardest_negative_index=torch.cat(hardest_indices),
-        mean_hardest=float(hardest_negative.double().mean()),
+        mean_hardest=means["mean_hardest"],
         pairwise_similarities=pair_values,
         pairwise_is_sample=not keep_every_pair,
         fraction_at_least=fraction_at_least,
@@ -299,18 +302,6 @@ def _hardness_shares(fraction_at_least: dict[float, float], bucket_fractions: di
     }
 
 
-def _epoch_batches(n: int, batch_size: int, num_batches: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
-    """Batches as a shuffling loader with ``drop_last`` gives them, reshuffling when an epoch runs out."""
-    produced = 0
-    while produced < num_batches:
-        order = torch.randperm(n, generator=generator)
-        for start in range(0, n - batch_size + 1, batch_size):
-            if produced == num_batches:
-                return
-            yield order[start : start + batch_size]
-            produced += 1
-
-
 @torch.no_grad()
 def in_batch_hardness(
     text_features: torch.Tensor,
@@ -340,7 +331,7 @@ def in_batch_hardness(
     off_diagonal = ~torch.eye(batch_size, dtype=torch.bool, device=features.device)
     count_at_least = [0] * len(thresholds)
     generator = torch.Generator().manual_seed(seed)
-    for indices in _epoch_batches(n, batch_size, num_batches, generator):
+    for indices in shuffled_batches(n, batch_size, generator, num_batches):
         batch = features[indices.to(features.device)]
         negatives = (batch @ batch.t())[off_diagonal]
         for k, threshold in enumerate(thresholds):

@@ -34,6 +34,7 @@ from open_clip.loss import ClipLoss
 from ..evaluate import caption_geometry, encode_dataset
 from ..features import encode_batch
 from ..losses import HNClipLoss, token_loss, token_similarity, valid_text_token_mask
+from ..train import shuffled_batches
 from .synthetic import SyntheticConfig, iter_examples
 
 __all__ = ["BenchmarkTensors", "benchmark_tensors", "zero_shot_regime", "token_alignment"]
@@ -84,23 +85,17 @@ def zero_shot_regime(
 
     generator = torch.Generator().manual_seed(seed)
     solved, solved_clean, margins = [], [], []
-    n = len(train.captions)
-    while len(solved) < num_batches:
-        order = torch.randperm(n, generator=generator)
-        for start in range(0, n - micro_batch + 1, micro_batch):
-            if len(solved) == num_batches:
-                break
-            rows = order[start : start + micro_batch]
-            image, text = train_images[rows], train_texts[rows]
-            loss = ClipLoss()(image, text, scale).item()
-            solved.append(loss < SOLVED_BELOW)
-            if len(set(train.families[rows].tolist())) == micro_batch:
-                solved_clean.append(loss < SOLVED_BELOW)
-            similarity = image @ text.t()
-            positive = similarity.diag()
-            masked = similarity - 2 * torch.eye(micro_batch)
-            margins += (positive - masked.max(dim=1).values).tolist()  # image → text
-            margins += (positive - masked.max(dim=0).values).tolist()  # text → image
+    for rows in shuffled_batches(len(train.captions), micro_batch, generator, num_batches):
+        image, text = train_images[rows], train_texts[rows]
+        loss = ClipLoss()(image, text, scale).item()
+        solved.append(loss < SOLVED_BELOW)
+        if len(set(train.families[rows].tolist())) == micro_batch:
+            solved_clean.append(loss < SOLVED_BELOW)
+        similarity = image @ text.t()
+        positive = similarity.diag()
+        masked = similarity - 2 * torch.eye(micro_batch)
+        margins += (positive - masked.max(dim=1).values).tolist()  # image → text
+        margins += (positive - masked.max(dim=0).values).tolist()  # text → image
 
     similarity = test_texts @ test_images.t()
     top1 = similarity.argmax(dim=1)
