@@ -140,11 +140,12 @@ def _device(argv: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int | None:
     """Run open_clip_train's ``main`` on ``argv`` (minus ``--gamma``) with :func:`create_hn_clip_loss`."""
-    ours, theirs = build_parser().parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    parser = build_parser()
+    ours, theirs = parser.parse_known_args(sys.argv[1:] if argv is None else list(argv))
     if ours.gamma < 0:
         raise SystemExit(f"--gamma must be ≥ 0, got {ours.gamma}")
     if "-h" in theirs or "--help" in theirs:
-        build_parser().print_help()
+        parser.print_help()
         print()
     try:
         import open_clip_train.main as open_clip_trainer

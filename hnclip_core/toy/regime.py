@@ -131,6 +131,14 @@ def _ranking(scores: torch.Tensor) -> tuple[float, float]:
     return float((own > others).float().mean()), float((own - others).mean())
 
 
+def flat_gradient(loss: torch.Tensor, parameters: list[torch.Tensor]) -> torch.Tensor:
+    """``loss``'s gradient over ``parameters`` as one flat vector (zeros where a parameter is unused), leaving the
+    graph for the next loss and ``.grad`` untouched."""
+    grads = torch.autograd.grad(loss, parameters, retain_graph=True, allow_unused=True)
+    return torch.cat([(g if g is not None else torch.zeros_like(p)).flatten()
+                      for g, p in zip(grads, parameters, strict=True)])
+
+
 def token_alignment(model, train: BenchmarkTensors, tokenizer, micro_batch: int = 16, num_batches: int = 16,
                     gamma: float = 0.5, seed: int = 0) -> dict:
     """Global versus token-level (FILIP) ranking on random ``micro_batch``-pair batches of ``train``, and the
@@ -143,7 +151,8 @@ def token_alignment(model, train: BenchmarkTensors, tokenizer, micro_batch: int 
       ``grad_cosine`` the cosine between the two gradients.
 
     Token scores that rank no better than chance make L_tok a large loss whose gradient, at λ = 1, competes with
-    L_HN's instead of refining it. The model is left unchanged (gradients are cleared).
+    L_HN's instead of refining it. The model is left as it was: weights and ``.grad`` fields untouched, its
+    train/eval mode restored.
     """
     generator = torch.Generator().manual_seed(seed)
     parameters = [p for p in model.parameters() if p.requires_grad]
@@ -162,9 +171,7 @@ def token_alignment(model, train: BenchmarkTensors, tokenizer, micro_batch: int 
                 image_to_text, text_to_image = token_similarity(batch.image_tokens, batch.text_tokens, mask)
             loss_hn = HNClipLoss(gamma=gamma)(images, texts, scale)
             loss_tok = token_loss(batch.image_tokens, batch.text_tokens, mask, scale)
-            grads = [torch.cat([(g if g is not None else torch.zeros_like(p)).flatten() for g, p in zip(
-                torch.autograd.grad(loss, parameters, retain_graph=True, allow_unused=True), parameters,
-                strict=True)]) for loss in (loss_hn, loss_tok)]
+            grads = [flat_gradient(loss, parameters) for loss in (loss_hn, loss_tok)]
             values = {
                 "global": _ranking((images @ texts.t()).detach()), "token_i2t": _ranking(image_to_text),
                 "token_t2i": _ranking(text_to_image.t()),
@@ -177,6 +184,5 @@ def token_alignment(model, train: BenchmarkTensors, tokenizer, micro_batch: int 
             readings.setdefault("grad_norm_ratio", []).append(float(grads[1].norm() / grads[0].norm().clamp(min=1e-30)))
             readings.setdefault("grad_cosine", []).append(float(torch.nn.functional.cosine_similarity(*grads, dim=0)))
     finally:
-        model.zero_grad(set_to_none=True)
         model.train(was_training)
     return {name: statistics.median(values) for name, values in readings.items()}
