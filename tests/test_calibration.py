@@ -5,9 +5,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from hnclip_core.replication import calibration
 from hnclip_core.replication.cli import main
 from hnclip_core.replication.scorecard import CALIBRATION
+from hnclip_core.toy.model import TOY_FINETUNE
 from hnclip_core.train import TrainConfig
 
 COMMITTED = Path(__file__).resolve().parent.parent / "results" / "calibration.json"
@@ -57,3 +60,41 @@ def test_calibrate_recheck_prints_the_view_and_leaves_the_file(tmp_path, capsys)
     assert [c["check"] for c in printed] == [c.text for c in CALIBRATION]
     assert {c["check"]: c["verdict"] for c in printed}[CALIBRATION[0].text] == "reproduced"  # a strong initialisation
     assert path.read_bytes() == COMMITTED.read_bytes()
+
+
+def test_calibrate_takes_train_options_for_a_probe(monkeypatch, tmp_path, capsys):
+    """``calibrate --checkpoint P --accumulation cached …`` calibrates that checkpoint with those settings, on the toy's
+    preset otherwise; seeds and the monitor stay calibrate's own."""
+    seen = {}
+
+    def record(base, seeds, output, objectives, monitor_every, progress):
+        seen.update(base=base, seeds=seeds, monitor_every=monitor_every)
+        shutil.copy(COMMITTED, output)
+
+    monkeypatch.setattr(calibration, "run_calibration", record)
+    probe = tmp_path / "probe.pt"
+    output = tmp_path / "calibration.json"
+    assert main(["calibrate", "--checkpoint", str(probe), "--accumulation", "cached", "--epochs", "2",
+                 "--seeds", "0", "1", "--monitor-every", "5", "--output", str(output)]) == 0
+    capsys.readouterr()
+    base = seen["base"]
+    assert (base.checkpoint, base.accumulation, base.epochs) == (str(probe), "cached", 2)
+    assert base.lr == TOY_FINETUNE["lr"] and base.dataset == "synthetic"  # the rest is the toy's preset
+    assert (seen["seeds"], seen["monitor_every"]) == ((0, 1), 5)
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--output-dir", str(tmp_path)])  # calibrate writes one file, no run folders
+
+
+def test_zero_shot_regime_reads_the_benchmark_of_the_data_root(monkeypatch, tmp_path):
+    from hnclip_core.toy import regime
+    from hnclip_core.toy.synthetic import SyntheticConfig
+
+    (tmp_path / "config.json").write_text(json.dumps({"config": {"num_train_families": 7, "family_size": 2},
+                                                       "generator_version": 1}))
+    benchmarks = []
+    monkeypatch.setattr(calibration, "load_longclip", lambda checkpoint: (None, None, None))
+    monkeypatch.setattr(regime, "benchmark_tensors", lambda split, config: benchmarks.append(config))
+    monkeypatch.setattr(regime, "zero_shot_regime", lambda *args: {})
+    base = TrainConfig.from_dict({"checkpoint": "toy.pt", "dataset": "synthetic", "data_root": str(tmp_path)})
+    calibration.zero_shot_regime_of(base)
+    assert benchmarks == [SyntheticConfig(num_train_families=7, family_size=2)] * 2

@@ -42,13 +42,22 @@ def caption_geometry_of(config: TrainConfig, split: str = "test", progress: bool
 
 
 def zero_shot_regime_of(config: TrainConfig) -> dict:
-    """:func:`hnclip_core.toy.regime.zero_shot_regime` of the initial model of ``config`` (synthetic benchmark)."""
+    """:func:`hnclip_core.toy.regime.zero_shot_regime` of the initial model of ``config`` on its synthetic benchmark
+    (the default one, or the one in ``config.data_root``, regenerated from the config recorded there)."""
     from ..toy.regime import benchmark_tensors, zero_shot_regime
+    from ..toy.synthetic import SyntheticConfig, read_config_record
 
     if config.dataset != "synthetic":
         raise ValueError("the zero-shot regime needs the synthetic benchmark's families")
+    benchmark = SyntheticConfig()
+    if config.data_root is not None:
+        record = read_config_record(Path(config.data_root))
+        if record is None:
+            raise ValueError(f"{config.data_root} holds no synthetic benchmark record (config.json)")
+        benchmark = SyntheticConfig(**record["config"])
     model, _, tokenizer = load_longclip(config.checkpoint)
-    return zero_shot_regime(model, benchmark_tensors("train"), benchmark_tensors("test"), tokenizer)
+    return zero_shot_regime(model, benchmark_tensors("train", benchmark), benchmark_tensors("test", benchmark),
+                            tokenizer)
 
 
 def _run_summary(result: dict) -> dict:

@@ -32,13 +32,18 @@ import typing
 from .. import toy  # noqa: F401  (registers the synthetic benchmark with load_pairs)
 from ..train import TrainConfig
 
+#: TrainConfig fields that ``calibrate`` sets itself (each run's seed and monitor, nothing written per run).
+CALIBRATION_SETS = frozenset({"seed", "monitor_every", "output_dir", "resume", "save_state", "progress"})
+
 #: How to install what the harness's commands need beyond the core.
 LAB_INSTALL = "pip install 'hnclip-core[lab]'"
 
 
-def _add_config_options(parser: argparse.ArgumentParser) -> None:
+def _add_config_options(parser: argparse.ArgumentParser, leave_out: frozenset[str] = frozenset()) -> None:
     hints = typing.get_type_hints(TrainConfig)
     for field in dataclasses.fields(TrainConfig):
+        if field.name in leave_out:
+            continue
         option = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
@@ -90,8 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     export_csv.add_argument("--output", required=True, help="the CSV file to write")
     calibrate = commands.add_parser(
         "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (its seven design "
-                          "targets, judged by the scorecard; needs the [lab] extra)"
+                          "targets, judged by the scorecard; needs the [lab] extra); the train options change the "
+                          "toy's preset, e.g. --checkpoint of a pretraining probe"
     )
+    _add_config_options(calibrate, CALIBRATION_SETS)
     calibrate.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     calibrate.add_argument("--objectives", nargs="+", default=["clip", "hn+tok"])
     calibrate.add_argument("--monitor-every", type=int, default=3, help="gradient measurement interval (steps)")
@@ -100,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--recheck", action="store_true", help="only judge the checks on the runs recorded in --output (no training)"
     )
     return parser
+
+
+def _config_values(args: argparse.Namespace, leave_out: frozenset[str] = frozenset()) -> dict:
+    """The TrainConfig fields given on the command line."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
+            if f.name not in leave_out and getattr(args, f.name) is not None}
 
 
 def toy_recipe(args: argparse.Namespace):
@@ -131,8 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "train":
         from ..train import train
 
-        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
-                  if getattr(args, f.name) is not None}
+        values = _config_values(args)
         if values.get("checkpoint") == "toy":
             from ..toy.model import toy_train_config
 
@@ -172,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
             from .calibration import recheck, run_calibration
 
         if not args.recheck:
-            run_calibration(toy_train_config(), tuple(args.seeds), args.output, tuple(args.objectives),
+            values = _config_values(args, CALIBRATION_SETS)
+            if values.get("checkpoint") == "toy":
+                del values["checkpoint"]
+            run_calibration(toy_train_config(**values), tuple(args.seeds), args.output, tuple(args.objectives),
                             args.monitor_every, progress=sys.stderr.isatty())
         verdicts = [{"check": v.text, "verdict": v.status, "ours": v.ours, "why": v.explanation}
                     for v in recheck(args.output)]
