@@ -66,6 +66,9 @@ def test_pretrain_toy_variants_change_only_what_they_name():
                                         "--dense-alt-share", "0"]))
     assert (gap.detail_rate, gap.learn_logit_scale, gap.dense_alt_share) == (0.1, False, 0.0)
     assert gap.digest() != TOY_RECIPE.digest() and gap.clip_steps == TOY_RECIPE.clip_steps
+    grounded = toy_recipe(parser.parse_args(["pretrain-toy", "--long-detail-rate", "0.1"]))
+    assert (grounded.stage_detail_rate(1), grounded.stage_detail_rate(2)) == (1.0, 0.1)
+    assert (gap.stage_detail_rate(1), gap.stage_detail_rate(2)) == (0.1, 0.1)
 
 
 def test_a_harness_command_without_the_lab_extra_names_it():

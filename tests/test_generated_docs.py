@@ -1,6 +1,7 @@
 """The README's and docs' measured numbers are rendered from results/, and nothing outside the rendered blocks is a
 measured number typed by hand."""
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -24,7 +25,9 @@ def test_committed_documents_are_rendered_from_the_committed_results(name):
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_typed_prose_of_the_documents_states_no_measured_number(name):
     typed = without_generated((REPOSITORY / name).read_text())
-    settings = "\n".join((REPOSITORY / name).read_text() for name in ("Makefile", "pyproject.toml"))
+    # inputs a document may name: the make settings and the ablation grids' parameters
+    settings = "\n".join((REPOSITORY / name).read_text()
+                         for name in ("Makefile", "pyproject.toml", "hnclip_core/replication/ablations.py"))
     stale = stale_numbers_in_document(typed, inputs=settings)
     assert not stale, f"{name}: render these from results/ (a generated block):\n" + "\n".join(map(str, stale))
 
@@ -32,7 +35,8 @@ def test_typed_prose_of_the_documents_states_no_measured_number(name):
 @pytest.fixture
 def results_copy(tmp_path) -> Path:
     for name in generated_docs.PRODUCERS:
-        shutil.copy(RESULTS / name, tmp_path / name)
+        if (RESULTS / name).is_file():  # timings.json exists only once benchmarks/time_commands.py has run
+            shutil.copy(RESULTS / name, tmp_path / name)
     return tmp_path
 
 
@@ -77,3 +81,34 @@ def test_check_reports_a_stale_document(results_copy, monkeypatch, tmp_path, cap
     assert "stale: README.md, docs/results.md" in capsys.readouterr().out
     assert generated_docs.main(["--results-dir", str(results_copy)]) == 0
     assert generated_docs.main(["--check", "--results-dir", str(results_copy)]) == 0
+
+
+def _time_commands():
+    spec = importlib.util.spec_from_file_location("time_commands", REPOSITORY / "benchmarks" / "time_commands.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_measured_timings_render_the_tutorials_blocks(results_copy):
+    output = ("collected\n===== 598 passed, 1 skipped, 2 warnings in 545.32s (0:09:05) =====\n"
+              "make[1]: leaving\n========== 23 passed in 11.02s ==========\n")
+    runs = _time_commands().pytest_runs(output)
+    assert runs == [{"counts": {"passed": 598, "skipped": 1, "warnings": 2}, "seconds": 545.32},
+                    {"counts": {"passed": 23}, "seconds": 11.02}]
+    machine = {"cores": 2, "processor": "x86_64", "torch": "2.14.1"}
+    chapters = [{"notebook": f"0{i}_chapter.ipynb", "seconds": 10.0 * i, "peak_kernel_memory_mb": 1000 + i}
+                for i in range(1, 6)]
+    (results_copy / "timings.json").write_text(json.dumps({"commands": {
+        "make test": {"commit": "abcdef0123", "env": {}, "wall_seconds": 654.0, "peak_memory_gb": 2.14,
+                      "pytest": runs, "import_memory_mb": 840, "date": "2026-12-03", "machine": machine},
+        "make tutorial": {"commit": "abcdef0123", "env": {}, "wall_seconds": 510.0, "peak_memory_gb": 2.07,
+                          "pytest": [], "import_memory_mb": 840, "chapters": chapters, "date": "2026-12-03",
+                          "machine": machine}}}))
+    text = regenerate((REPOSITORY / "docs/tutorial.md").read_text(), Results(results_copy))
+    assert "**10.9 min**" in text and "598 passed, 1 skipped, 2 warnings in 9.1 min" in text
+    assert "chapters 10 s, 20 s, 30 s, 40 s, 50 s" in text and "**8.5 min**" in text
+    assert "| peak kernel memory | 1.00 GB |" in text and "0.16 GB |" in text  # 1005 MB less the import's 840
+    assert "has not been timed yet" not in text
+    assert "has not been timed yet" in regenerate("<!-- generated: timings -->\n<!-- end generated -->",
+                                                  Results(results_copy / "not-measured"))

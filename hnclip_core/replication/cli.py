@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     variant.add_argument("--detail-rate", type=float, default=None, metavar="P",
                          help="name sizes, places and relations in pretraining captions with probability P (the "
                               "detail gap; the shipped recipe: 1)")
+    variant.add_argument("--long-detail-rate", type=float, default=None, metavar="P",
+                         help="the same for the Long-CLIP stage's captions alone (default: --detail-rate)")
     variant.add_argument("--fixed-logit-scale", action="store_true",
                          help="hold s at 100 throughout instead of learning it from there")
     variant.add_argument("--dense-alt-share", type=float, default=None, metavar="X",
@@ -119,7 +121,8 @@ def toy_recipe(args: argparse.Namespace):
     """The pretraining recipe ``pretrain-toy`` runs: the shipped toy's, with the variant options applied."""
     from ..toy.model import TOY_RECIPE
 
-    changes = {"detail_rate": args.detail_rate, "dense_alt_share": args.dense_alt_share,
+    changes = {"detail_rate": args.detail_rate, "long_detail_rate": args.long_detail_rate,
+               "dense_alt_share": args.dense_alt_share,
                "learn_logit_scale": False if args.fixed_logit_scale else None}
     return dataclasses.replace(TOY_RECIPE, **{k: v for k, v in changes.items() if v is not None})
 

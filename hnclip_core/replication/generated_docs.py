@@ -8,7 +8,8 @@ A document marks each place where measured numbers go with a block::
 
 and :func:`regenerate` replaces every block's body by what its renderer (:data:`RENDERERS`) makes of the committed
 results: ``calibration.json`` (``python -m hnclip_core calibrate``), ``scorecard.json`` (chapter 5's verdicts,
-copied there by ``make notebooks``) and the shipped toy's record. Outside the blocks a document states no measured
+copied there by ``make notebooks``), ``timings.json`` (``benchmarks/time_commands.py``) and the shipped toy's
+record. Outside the blocks a document states no measured
 number (``tests/test_generated_docs.py`` checks both). ``make docs`` rewrites the files; ``--check`` only says
 which are stale.
 """
@@ -28,7 +29,8 @@ from statistics import fmean, stdev
 from ..files import write_text_atomically
 from ..toy.model import shipped_toy_path
 from . import paper
-from .ablations import plug_and_play_table, throughput_table
+from .ablations import plug_and_play_table, throughput_table, timing_table
+from .committed import tolerances
 from .report import (
     DESIGN_TARGET_STATUSES,
     format_number,
@@ -43,7 +45,7 @@ from .tidy import read_results
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 #: The documents with generated blocks, relative to the repository.
-DOCUMENTS = ("README.md", "docs/results.md", "docs/frameworks.md")
+DOCUMENTS = ("README.md", "docs/results.md", "docs/frameworks.md", "docs/tutorial.md", "docs/batch-runs.md")
 BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(?P<close><!-- end generated -->)",
                    re.DOTALL)
 #: The README's headline claims, in its order.
@@ -52,7 +54,8 @@ HEADLINE = ("infonce_saturates", "geometry", "hn_stays_active", "gradient_ratio"
 PRODUCERS = {"calibration.json": "python -m hnclip_core calibrate", "scorecard.json": "make notebooks",
              "ablations.json": "make ablations",
              "framework_throughput.json": "python benchmarks/framework_throughput.py --json "
-                                          "results/framework_throughput.json"}
+                                          "results/framework_throughput.json",
+             "timings.json": "python benchmarks/time_commands.py test tutorial"}
 METHODS = {"clip": "InfoNCE (`clip`)", "hn+tok": "HN-CLIP (`hn+tok`)"}
 
 
@@ -79,6 +82,12 @@ class Results:
     @cached_property
     def throughput(self) -> dict:
         return self._json("framework_throughput.json")
+
+    @cached_property
+    def timings(self) -> dict[str, dict]:
+        """The commands ``benchmarks/time_commands.py`` measured (none before its first run)."""
+        path = self.results_dir / "timings.json"
+        return json.loads(path.read_text())["commands"] if path.is_file() else {}
 
     def verdict(self, claim_id: str) -> Verdict:
         return next(v for v in self.scorecard if v.claim_id == claim_id)
@@ -199,10 +208,77 @@ def throughput(results: Results) -> str:
             + throughput_table(measured, paper.THROUGHPUT) + _verdict_line(verdict))
 
 
+NOT_TIMED = "`{command}` has not been timed yet (`python benchmarks/time_commands.py test tutorial` times it)."
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def _pytest_run(run: dict) -> str:
+    counts = ", ".join(f"{n} {word}" for word, n in run["counts"].items())
+    return f"{counts} in {_minutes(run['seconds'])}"
+
+
+def timings(results: Results) -> str:
+    """The wall time and peak memory of ``make test`` and ``make tutorial`` (and any other command measured) from a
+    fresh clone with empty caches, as ``benchmarks/time_commands.py`` recorded them."""
+    if "make test" not in results.timings:
+        return NOT_TIMED.format(command="make test")
+    rows = []
+    for label, measured in results.timings.items():
+        env = " ".join(f"{k}={v}" for k, v in measured["env"].items())
+        parts = [f"pytest run {i + 1}: {_pytest_run(run)}" for i, run in enumerate(measured["pytest"])]
+        if "chapters" in measured:
+            parts.append("chapters " + ", ".join(f"{c['seconds']:.0f} s" for c in measured["chapters"]))
+        command = f"`{env + ' ' if env else ''}{label}`"
+        rows.append([command, "; ".join(parts) or "—", f"**{_minutes(measured['wall_seconds'])}**",
+                     f"{measured['peak_memory_gb']:.1f} GB", f"`{measured['commit'][:7]}`, {measured['date']}"])
+    machine = results.timings["make test"]["machine"]
+    return (f"Measured in a fresh clone with an empty `HNCLIP_CACHE` by `benchmarks/time_commands.py` on "
+            f"{machine['cores']} CPU cores ({machine['processor']}, torch {machine['torch']}), the machine otherwise "
+            f"idle; peak memory is the largest process's resident set.\n\n"
+            + markdown_table(["command", "what ran", "wall time", "peak memory", "commit, date"], rows))
+
+
+def chapter_memory(results: Results) -> str:
+    """Each chapter's peak kernel memory in ``make tutorial`` (what matters for a 1–2 GB Binder session), and how
+    much of it is the import of torch and the package."""
+    if "make tutorial" not in results.timings:
+        return NOT_TIMED.format(command="make tutorial")
+    measured = results.timings["make tutorial"]
+    chapters = measured["chapters"]
+    imported = measured["import_memory_mb"]
+    header = ["chapter"] + [c["notebook"].split("_")[0] for c in chapters]
+    rows = [["peak kernel memory"] + [f"{c['peak_kernel_memory_mb'] / 1000:.2f} GB" for c in chapters],
+            ["less the import of torch, open_clip and the package"]
+            + [f"{(c['peak_kernel_memory_mb'] - imported) / 1000:.2f} GB" for c in chapters]]
+    return (f"Importing torch ({measured['machine']['torch']}), open_clip and the package alone takes "
+            f"{imported / 1000:.2f} GB here; a CPU-only build of torch (Binder's) takes less, not measured.\n\n"
+            + markdown_table(header, rows))
+
+
+def ablation_timings(results: Results) -> str:
+    """What each grid of ``make ablations`` took: points and the summed seconds of its trainings."""
+    return ("Per grid, the summed time of its points as each ran (`results/ablations.json`; a point that shared the "
+            "machine with other work took longer):\n\n" + timing_table(results.grids["studies"]))
+
+
+def test_tolerances(results: Results) -> str:
+    """How far a trained number of a chapter may lie from ``results/chapter_numbers.json``
+    (:func:`.committed.tolerances` of the committed calibration)."""
+    allowed = tolerances(results.results_dir / "calibration.json")
+    return (f"From the committed calibration: {allowed['recall']:.1f} points for a Recall@1; for the share of "
+            f"micro-batches solved under InfoNCE / under L_HN {allowed['micro_solved_clip']:.2f} / "
+            f"{allowed['micro_solved_hn']:.2f}, and for the share of whole optimizer steps solved "
+            f"{allowed['solved_clip']:.2f} / {allowed['solved_hn']:.2f}.")
+
+
 RENDERERS: Mapping[str, Callable[[Results], str]] = {
     "headline": headline, "scorecard-summary": scorecard_summary, "recall": recall,
     "design-targets": design_targets_table, "scorecard": scorecard, "toy": toy,
-    "plug-and-play": plug_and_play, "throughput": throughput,
+    "plug-and-play": plug_and_play, "throughput": throughput, "timings": timings, "chapter-memory": chapter_memory,
+    "test-tolerances": test_tolerances, "ablation-timings": ablation_timings,
 }
 
 

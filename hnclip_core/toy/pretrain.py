@@ -76,13 +76,17 @@ class PretrainRecipe:
     #: Probability that a pretraining caption names an object's size, its place, a relation (the detail gap
     #: of :mod:`.voices`; 1 = always, as the benchmark's captions do).
     detail_rate: float = 1.0
+    #: The same probability for the Long-CLIP stage's captions alone (None: ``detail_rate``). A grounded CLIP
+    #: stage (1) under a gapped Long-CLIP stage (< 1) teaches the image encoder what the long-caption pathway
+    #: is never tied to: headroom that fine-tuning on dense captions can reach.
+    long_detail_rate: float | None = None
     #: False holds s at ``logit_scale`` throughout (CLIP's clamp value), so margins stop widening once
     #: batches are solved; True learns it from there (clamped at 100).
     learn_logit_scale: bool = True
 
     #: Fields added after the shipped recipe; left out of the record (and the digest) at these values, so a
     #: recipe that does not use them keeps its digest and its shipped file name.
-    LATER_FIELDS = {"detail_rate": 1.0, "learn_logit_scale": True}
+    LATER_FIELDS = {"detail_rate": 1.0, "learn_logit_scale": True, "long_detail_rate": None}
 
     def as_dict(self) -> dict:
         record = dataclasses.asdict(self)
@@ -91,6 +95,10 @@ class PretrainRecipe:
             if record[name] == default:
                 del record[name]
         return record
+
+    def stage_detail_rate(self, stage: int) -> float:
+        """The detail rate of stage 1 (CLIP) or 2 (Long-CLIP)."""
+        return self.long_detail_rate if stage == 2 and self.long_detail_rate is not None else self.detail_rate
 
     def digest(self) -> str:
         return config_digest(self.as_dict(), 10)
@@ -106,11 +114,11 @@ def scene_batch(recipe: PretrainRecipe, stage: int, step: int, preprocess) -> tu
         scene = sample_scene(rng, config)
         images.append(preprocess(render_scene(scene, recipe.image_size)))
         if stage == 1:
-            captions.append(varied_short_caption(scene, rng, recipe.detail_rate))
+            captions.append(varied_short_caption(scene, rng, recipe.stage_detail_rate(1)))
         elif rng.random() < recipe.dense_alt_share:
             captions.append(describe_scene(scene, "dense-alt", rng).text)
         else:
-            captions.append(varied_long_caption(scene, rng, recipe.detail_rate))
+            captions.append(varied_long_caption(scene, rng, recipe.stage_detail_rate(2)))
     return torch.stack(images), captions
 
 
