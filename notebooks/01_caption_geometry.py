@@ -181,7 +181,8 @@ display(Markdown(
 # %% [markdown] tags=[]
 # ## 3. One batch's Ḡ (Fig. A5)
 # This matrix — caption cosines within one batch, diagonal masked — is, scaled by γ, *everything* HN-CLIP
-# adds to the logits. Bright off-diagonal cells are negatives that will have to be beaten by a larger margin.
+# adds to the logits. Red off-diagonal cells are negatives that will have to be beaten by a larger margin; blue
+# ones (a negative cosine) lower the bar instead. Rows are labelled by each caption's rarest words in the batch.
 
 # %% tags=[]
 batch_indices, batch_matrix = batch_caption_matrix(features, batch_size=matrix_batch_size, seed=seed)
@@ -192,15 +193,15 @@ show(fig)
 batch_negatives = batch_matrix[~torch.eye(matrix_batch_size, dtype=torch.bool)]
 brightest = float(batch_negatives.max())
 display(Markdown(
-    f"**What you see.** This batch's off-diagonal mean is {off_diagonal_mean(batch_matrix):.2f} and its brightest "
+    f"**What you see.** This batch's off-diagonal mean is {off_diagonal_mean(batch_matrix):.2f} and its largest "
     f"cell {brightest:.2f}: "
     + (f"it holds a near-twin pair (Ḡ ≥ {twin_threshold:g}), a negative that must now be beaten by a margin of "
        f"{gamma * brightest:.2f} (γ = {gamma:g})" if brightest >= twin_threshold else
        f"none of its pairs reaches Ḡ ≥ {twin_threshold:g}, so every negative here gets a margin of at most "
        f"{gamma * brightest:.2f} (γ = {gamma:g})")
-    + (", and the batch is bright all over, as the paper's Fig. A5 batches are."
+    + (", and the batch is red all over, as the paper's Fig. A5 batches are."
        if float(batch_negatives.min()) >= twin_threshold else
-       ", while the paper's Fig. A5 batches are bright all over. Section 4 counts how often a batch holds a near-twin.")
+       ", while the paper's Fig. A5 batches are red all over. Section 4 counts how often a batch holds a near-twin.")
 ))
 
 # %% [markdown] tags=[]
@@ -218,7 +219,8 @@ display(Markdown(
 # %% tags=[]
 hardness = in_batch_hardness(features, batch_size=min(in_batch_size, len(captions)), seed=seed)
 fig = plot_hardness_buckets({f"{exp.eval_name}\nin-batch (B={hardness.batch_size})": hardness,
-                             f"{exp.eval_name}\nall pairs": geometry.bucket_fractions})
+                             f"{exp.eval_name}\nall pairs": geometry.bucket_fractions},
+                            paper_at_least_0_8=IN_BATCH_AT_LEAST_0_8)
 exp.save_figure(fig, "01_hardness_buckets")
 show(fig)
 low, high = IN_BATCH_AT_LEAST_0_8

@@ -126,7 +126,8 @@ fig = plot_metric_sweep(
     [float(g) for g in gamma_runs], {"T→I R@1": [r["last"]["t2i_r1"] for r in gamma_runs.values()],
              "I→T R@1": [r["last"]["i2t_r1"] for r in gamma_runs.values()]},
     x_label="boost strength γ", y_label="Recall@1 (%)", title="γ sweep (L_tok on; γ = 0 is L_tok only)",
-    baseline={"zero-shot (avg R@1)": next(iter(gamma_runs.values()))["zero_shot"]["mean_r1"]},
+    own_baselines={f"{d} R@1": (f"zero-shot {d} R@1", next(iter(gamma_runs.values()))["zero_shot"][f"{key}_r1"])
+                   for d, key in (("T→I", "t2i"), ("I→T", "i2t"))},
 )
 exp.save_figure(fig, "04_gamma_sweep")
 show(fig)

@@ -201,12 +201,15 @@ else:
 # %%
 display(Markdown(recall_table({f"γ = {g}": r["last"] for g, r in grids["gamma"].items()}, ks=(1, 5, 10, 25, 50))))
 gammas = [float(g) for g in grids["gamma"]]
+transfer = grids["studies"]["gamma"]["transfer_dataset"]
 fig = plot_metric_sweep(
     gammas, {"in-domain avg R@1": [r["last"]["mean_r1"] for r in grids["gamma"].values()],
-             f"{grids['studies']['gamma']['transfer_dataset']} (transfer) avg R@1":
-                 [grids["gamma_transfer"][g]["last"]["mean_r1"] for g in grids["gamma"]]},
+             f"{transfer} (transfer) avg R@1": [grids["gamma_transfer"][g]["last"]["mean_r1"] for g in grids["gamma"]]},
     x_label="boost strength γ", y_label="average R@1 (%)", title="γ sweep, full scale (L_tok on)",
-    baseline={"zero-shot (in-domain)": next(iter(grids["gamma"].values()))["zero_shot"]["mean_r1"]},
+    own_baselines={"in-domain avg R@1": ("zero-shot, in-domain",
+                                         next(iter(grids["gamma"].values()))["zero_shot"]["mean_r1"]),
+                   f"{transfer} (transfer) avg R@1": (f"zero-shot on {transfer}",
+                                                      next(iter(grids["gamma_transfer"].values()))["zero_shot"]["mean_r1"])},
 )
 exp.save_figure(fig, "05_gamma_full")
 show(fig)

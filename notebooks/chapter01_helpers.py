@@ -23,6 +23,7 @@ import difflib
 import html
 import re
 import textwrap
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -266,42 +267,63 @@ def plot_caption_similarity(
     return fig
 
 
+def distinguishing_labels(captions: Sequence[str], words: int = 4) -> list[str]:
+    """A short label per caption that tells the captions apart: its ``words`` content words that the fewest of
+    the other captions share, in the caption's order (a template's opening says nothing about which row is which)."""
+    vocabularies = [content_words(c) for c in captions]
+    frequency = Counter(w for v in vocabularies for w in set(v))
+    labels = []
+    for vocabulary in vocabularies:
+        rarest = set(sorted(vocabulary, key=lambda w: (frequency[w], vocabulary.index(w)))[:words])
+        labels.append(" ".join(w for w in vocabulary if w in rarest))
+    return labels
+
+
 def plot_batch_matrix(matrix, captions: Sequence[str] | None = None, title: str = "Ḡ of one batch") -> Figure:
     """Fig. A5: the detached caption-similarity matrix Ḡ of one batch (diagonal masked), values annotated.
 
-    ``captions`` (optional) label the rows with their first words.
+    A diverging colour map centred at 0 over [−1, 1], so negative cosines (which lower a negative's margin)
+    read as such. ``captions`` (optional) label the rows by :func:`distinguishing_labels`.
     """
     values = np.asarray(matrix, dtype=float)
     size = values.shape[0]
     shown = np.ma.masked_where(np.eye(size, dtype=bool), values)
-    fig = Figure(figsize=(0.75 * size + 2.5, 0.6 * size + 1.2))
+    fig = Figure(figsize=(0.75 * size + 3.2, 0.6 * size + 1.2))
     ax = fig.subplots()
-    image = ax.imshow(shown, vmin=0.0, vmax=1.0, cmap="viridis")
+    image = ax.imshow(shown, vmin=-1.0, vmax=1.0, cmap="RdBu_r")
     off_diagonal = values[~np.eye(size, dtype=bool)]
     hardest = np.unravel_index(np.argmax(np.where(np.eye(size, dtype=bool), -np.inf, values)), values.shape)
     for i in range(size):
         for j in range(size):
             if i != j:
                 weight = "bold" if (i, j) == hardest else "normal"
-                ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=7, color="white",
+                colour = "white" if abs(values[i, j]) > 0.55 else "black"
+                ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=7, color=colour,
                         fontweight=weight)
     ax.set_xticks(range(size))
     ax.set_yticks(range(size))
     if captions is not None:
-        ax.set_yticklabels([textwrap.shorten(c, 28, placeholder="…") for c in captions], fontsize=7)
-    ax.set_title(f"{title}: off-diagonal mean {off_diagonal.mean():.2f}, max {off_diagonal.max():.2f}")
-    fig.colorbar(image, ax=ax, label="caption cosine (diagonal masked)")
+        labels = distinguishing_labels(captions)
+        ax.set_yticklabels([f"{k}: {textwrap.shorten(label, 30, placeholder='…')}" for k, label in enumerate(labels)],
+                           fontsize=7)
+    ax.set_xlabel("negative (row and column k: the same caption)")
+    ax.set_title(f"{title}: off-diagonal mean {off_diagonal.mean():.2f}, max {off_diagonal.max():.2f}", fontsize=10)
+    fig.colorbar(image, ax=ax, label="caption cosine Ḡ (diagonal masked)")
     fig.tight_layout()
     return fig
 
 
-def plot_hardness_buckets(compositions: dict[str, InBatchHardness | dict[str, float]]) -> Figure:
-    """Fig. A6C: stacked bars of in-batch negatives by caption-similarity bucket, one bar per entry."""
+def plot_hardness_buckets(
+    compositions: dict[str, InBatchHardness | dict[str, float]], paper_at_least_0_8: tuple[float, float] | None = None,
+) -> Figure:
+    """Fig. A6C: stacked bars of in-batch negatives by caption-similarity bucket, one bar per entry; with
+    ``paper_at_least_0_8`` (the paper's low and high share of in-batch negatives at Ḡ ≥ 0.8 over its four
+    benchmarks) a last bar shows that range."""
     names = list(compositions)
     fractions = [c.bucket_fractions if isinstance(c, InBatchHardness) else c for c in compositions.values()]
     labels = list(fractions[0])
     colours = matplotlib.colormaps["magma"](np.linspace(0.25, 0.85, len(labels)))
-    fig = Figure(figsize=(2.0 + 1.4 * len(names), 3.6))
+    fig = Figure(figsize=(2.6 + 1.4 * (len(names) + (paper_at_least_0_8 is not None)), 3.6))
     ax = fig.subplots()
     bottom = np.zeros(len(names))
     for label, colour in zip(labels, colours, strict=True):
@@ -311,6 +333,15 @@ def plot_hardness_buckets(compositions: dict[str, InBatchHardness | dict[str, fl
             if h >= 4:
                 ax.text(x, b + h / 2, f"{h:.0f}%", ha="center", va="center", fontsize=8, color="white")
         bottom += heights
+    if paper_at_least_0_8 is not None:
+        low, high = (100 * x for x in paper_at_least_0_8)
+        paper_name = "paper (Fig. A6C)\nfour benchmarks"
+        ax.bar([paper_name], [100 - high], color=colours[0])
+        ax.bar([paper_name], [high - low], bottom=[100 - high], color="none", edgecolor="0.3", hatch="//",
+               label="paper's range")
+        ax.bar([paper_name], [low], bottom=[100 - low], color=colours[-1], label="paper: Ḡ ≥ 0.8")
+        ax.text(len(names), 100 - low / 2, f"Ḡ ≥ 0.8:\n{low:.0f}–{high:.0f}%", ha="center", va="center",
+                fontsize=8, color="black")
     ax.set_ylabel("% of in-batch negatives")
     ax.set_ylim(0, 100)
     ax.set_title("How hard are the negatives a caption meets in a batch?")

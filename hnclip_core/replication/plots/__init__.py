@@ -37,14 +37,17 @@ def show(fig: Figure) -> None:
 
 def finish_axes(ax, legend_fontsize: int | None = 8, integer_x: bool = False, **labels: str) -> None:
     """Set ``ax``'s labels (``xlabel=``, ``ylabel=``, ``title=``), a light grid and, unless ``legend_fontsize``
-    is None, a legend: the finish every line chart of the chapters shares. ``integer_x``: ticks only at whole
-    numbers (epochs)."""
+    is None, a legend below the axes, where it covers no data: the finish every line chart of the chapters
+    shares. ``integer_x``: ticks only at whole numbers (epochs)."""
     ax.set(**labels)
     if integer_x:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     if legend_fontsize is not None:
-        ax.legend(fontsize=legend_fontsize)
+        # anchored at the axes' bottom and padded (in font sizes) past the tick labels and the x label, so the gap
+        # does not shrink with a short panel
+        ax.legend(fontsize=legend_fontsize, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False,
+                  borderaxespad=4.8 * 8 / legend_fontsize)
 
 
 def save_figure(fig: Figure, directory: str | Path | None, name: str, dpi: int = 120) -> Path | None:

@@ -60,9 +60,12 @@ def plot_convergence(results: dict[str, dict], paper_mean_r1: dict[str, float] |
 def plot_metric_sweep(
     x_values: Sequence[float], series: dict[str, Sequence[float]], x_label: str, y_label: str, title: str,
     errors: dict[str, Sequence[float]] | None = None, baseline: dict[str, float] | None = None,
+    own_baselines: dict[str, tuple[str, float]] | None = None,
 ) -> Figure:
     """One metric against one swept knob (γ, data fraction, s·γ, ...), one line per series, optional error bars
-    and horizontal reference lines (``baseline``: label → value)."""
+    and horizontal reference lines (``baseline``: label → value). ``own_baselines`` (series → (label, value))
+    draws a series' own reference line in its colour, for series that each have their own (a transfer curve and
+    the zero-shot model on the transfer benchmark)."""
     fig = Figure(figsize=(5.6, 3.6))
     ax = fig.subplots()
     for index, (label, values) in enumerate(series.items()):
@@ -71,6 +74,10 @@ def plot_metric_sweep(
                     label=method_name(label))
     for index, (label, value) in enumerate((baseline or {}).items()):
         ax.axhline(value, linestyle=":", color=method_colour(label, index + len(series)), label=method_name(label))
+    for index, label in enumerate(series):
+        if own_baselines and label in own_baselines:
+            name, value = own_baselines[label]
+            ax.axhline(value, linestyle=":", color=method_colour(label, index), label=name)
     finish_axes(ax, xlabel=x_label, ylabel=y_label, title=title)
     fig.tight_layout()
     return fig
