@@ -1,6 +1,6 @@
 """Peak memory and time of the token term L_tok (``token_loss``, forward + backward) per ``max_elements`` setting.
 
-    python benchmarks/token_loss_memory.py [--settings unchunked 2**25 2**23] [--max-gb 16] [--device cpu]
+    python benchmarks/token_loss_memory.py [--settings unchunked 2**25 2**23] [--max-gb 16] [--device cpu] [--json FILE]
 
 Shapes default to Long-CLIP-L's (arXiv 2608.18521 App. D.1): B = 128 pairs (the effective batch, as
 ``cached`` accumulation evaluates L_tok; ``naive`` accumulation only ever sees micro-batches of 16),
@@ -29,6 +29,10 @@ the largest chunks). With ``--rounds`` > 1 the settings are interleaved round by
 median, memory the maximum. Not a test: the numbers depend on the machine, which the script prints.
 A CPU run at the defaults takes ~4 min on 2 idle cores (each setting does the same ~5 TFLOP of
 products, ~1–1.5 min), about twice that on a busy machine.
+
+``--json FILE`` also records the measurements and their conditions in ``FILE`` under ``default`` (or
+``glibc_dynamic_threshold``), keeping the other's record (``results/token_loss_memory.json``, which
+``docs/benchmarks.md`` is rendered from).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import torch
+from conditions import conditions, write_json
 
 from hnclip_core.losses import _default_chunk_size, token_loss, valid_text_token_mask
 
@@ -183,6 +188,30 @@ def run_setting(args, setting: str, save: Path | None) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def record_json(args, measured_under: dict, settings, plan, runs, differences, scale, reference) -> None:
+    """Merge this run's settings, measurements and conditions into ``args.json`` under its malloc mode."""
+    label = "glibc_dynamic_threshold" if args.glibc_dynamic_threshold else "default"
+    threshold = None
+    if args.device == "cpu":
+        threshold = os.environ.get("MALLOC_MMAP_THRESHOLD_",
+                                   "glibc default" if args.glibc_dynamic_threshold else str(MMAP_THRESHOLD))
+    element = 2 if args.autocast else 4
+    b, p, t = args.batch, args.patches, args.tokens
+    rows = []
+    for setting in settings:
+        chunk = plan[setting]["chunk"]
+        rows.append({"setting": setting, "max_elements": max_elements_of(setting, b, p, t), "images_per_chunk": chunk,
+                     "chunks": -(-b // chunk), "chunk_bytes": chunk * b * p * t * element,
+                     "skipped": plan[setting]["skip"], "runs": runs[setting],
+                     "max_abs_difference": differences.get(setting)})
+    record = json.loads(args.json.read_text()) if args.json.is_file() else {}
+    record[label] = {**measured_under, "device": args.device, "batch": b, "patches": p, "tokens": t, "dim": args.dim,
+                     "element_bytes": element, "autocast": args.autocast, "rounds": args.rounds,
+                     "threads": torch.get_num_threads(), "malloc_mmap_threshold": threshold,
+                     "reference": reference, "reference_scale": scale, "settings": rows}
+    write_json(args.json, record)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settings", type=parse_setting, nargs="+", default=list(DEFAULT_SETTINGS),
@@ -199,6 +228,8 @@ def main() -> None:
     parser.add_argument("--glibc-dynamic-threshold", action="store_true",
                         help="CPU: keep glibc's default malloc thresholds (RSS then includes heap fragmentation)")
     parser.add_argument("--threads", type=int, help="torch CPU threads of each worker (default: torch's)")
+    parser.add_argument("--json", type=Path, help="also record the measurements in this file")
+    parser.add_argument("--note", help="with --json: a remark on the conditions, e.g. what else ran")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--save", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -231,6 +262,7 @@ def main() -> None:
             skip = f"skipped: estimated {estimate / GB:.1f} GB > 80% of the {free / GB:.1f} GB free now"
         plan[setting] = {"chunk": chunk, "estimate": estimate, "skip": skip}
 
+    measured_under = conditions(args.note) if args.json else None
     runs = {s: [] for s in settings}
     with tempfile.TemporaryDirectory(prefix="token-loss-memory-") as tmp:
         saved = {}
@@ -255,6 +287,8 @@ def main() -> None:
                 differences[setting] = {key: (other[key] - ref[key]).abs().max().item() for key in ref}
             scale = {key: ref[key].abs().max().item() for key in ref}
 
+    if args.json:
+        record_json(args, measured_under, settings, plan, runs, differences, scale if reference else None, reference)
     machine = platform.processor() or platform.machine()
     device = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else machine
     print(f"machine: {machine}, {torch.get_num_threads()} threads, device {device}, torch {torch.__version__}")

@@ -1,12 +1,13 @@
 """Training throughput of the toy Long-CLIP for each objective (img/s), measured interleaved.
 
-    python benchmarks/train_throughput.py [--rounds 5] [--steps 2] [--accumulation naive]
+    python benchmarks/train_throughput.py [--rounds 5] [--steps 2] [--accumulation naive] [--json FILE]
 
 Each round runs ``--steps`` optimizer steps of every objective in turn (clip, hn, hn+tok) at the
 paper's effective batch 128 = 16 × 8, on the same fixed batch of synthetic scenes, so slow drifts of
 the machine hit all objectives alike. Reported: median img/s per objective over rounds, and each
 objective's time relative to InfoNCE. Not a test: numbers depend on the machine; the script prints
-what it ran on.
+what it ran on. ``--json`` also writes every round's seconds and the conditions (``results/train_throughput.json``,
+which ``docs/benchmarks.md`` is rendered from).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import platform
 import statistics
 import time
 from functools import partial
+from pathlib import Path
 
 import open_clip
 import torch
+from conditions import conditions, write_json
 
 from hnclip_core.accumulation import ACCUMULATION_MODES, MicroBatch, accumulated_losses
 from hnclip_core.features import encode_batch
@@ -58,8 +61,11 @@ def main() -> None:
     parser.add_argument("--micro-batch-size", type=int, default=16)
     parser.add_argument("--accumulation-steps", type=int, default=8)
     parser.add_argument("--accumulation", choices=ACCUMULATION_MODES, default="naive")
+    parser.add_argument("--json", type=Path, help="also write the measurements to this file")
+    parser.add_argument("--note", help="with --json: a remark on the conditions, e.g. what else ran")
     args = parser.parse_args()
 
+    measured_under = conditions(args.note) if args.json else None
     torch.manual_seed(0)
     model = build_clip(dataclasses.replace(TOY_ARCHITECTURE, context_length=LONG_CONTEXT)).train()
     keep_first_positions_frozen(model)
@@ -87,6 +93,12 @@ def main() -> None:
     for name in OBJECTIVES:
         median = statistics.median(seconds[name])
         print(f"{name:<10}{batch * args.steps / median:>10.1f}{median / base:>15.3f}")
+    if args.json:
+        write_json(args.json, {**measured_under, "open_clip": open_clip.__version__, "model": "toy Long-CLIP",
+                               "micro_batch_size": args.micro_batch_size,
+                               "accumulation_steps": args.accumulation_steps, "accumulation": args.accumulation,
+                               "rounds": args.rounds, "steps": args.steps,
+                               "seconds": {name: [round(x, 4) for x in runs] for name, runs in seconds.items()}})
 
 
 if __name__ == "__main__":

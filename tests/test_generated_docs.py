@@ -22,12 +22,19 @@ def test_committed_documents_are_rendered_from_the_committed_results(name):
     assert regenerate(text, Results(RESULTS)) == text, f"{name} is stale: run `make docs`"
 
 
+#: Inputs only some documents name: the benchmarks' settings (shapes, sizes, rounds), the positional rows that
+#: ``longclip`` keeps frozen.
+DOCUMENT_INPUTS = {"docs/benchmarks.md": sorted(str(p.relative_to(REPOSITORY)) for p in
+                                                (REPOSITORY / "benchmarks").glob("*.py")),
+                   "docs/package.md": ["hnclip_core/longclip.py"]}
+
+
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_typed_prose_of_the_documents_states_no_measured_number(name):
     typed = without_generated((REPOSITORY / name).read_text())
-    # inputs a document may name: the make settings and the ablation grids' parameters
-    settings = "\n".join((REPOSITORY / name).read_text()
-                         for name in ("Makefile", "pyproject.toml", "hnclip_core/replication/ablations.py"))
+    # inputs a document may name: the make settings, the ablation grids' parameters and its own scripts' settings
+    sources = ("Makefile", "pyproject.toml", "hnclip_core/replication/ablations.py", *DOCUMENT_INPUTS.get(name, ()))
+    settings = "\n".join((REPOSITORY / source).read_text() for source in sources)
     stale = stale_numbers_in_document(typed, inputs=settings)
     assert not stale, f"{name}: render these from results/ (a generated block):\n" + "\n".join(map(str, stale))
 
@@ -112,3 +119,41 @@ def test_measured_timings_render_the_tutorials_blocks(results_copy):
     assert "has not been timed yet" not in text
     assert "has not been timed yet" in regenerate("<!-- generated: timings -->\n<!-- end generated -->",
                                                   Results(results_copy / "not-measured"))
+
+
+def _edit(results_dir: Path, name: str, change) -> None:
+    path = results_dir / name
+    record = json.loads(path.read_text())
+    change(record)
+    path.write_text(json.dumps(record))
+
+
+def test_measured_benchmarks_render_their_blocks(results_copy):
+    def recall(record):
+        last = record["cases"][-1]
+        last["recall_at_k_seconds"], last["matmul_seconds"] = [9.87] * 3, [1.23] * 3
+
+    def train(record):
+        record.update(micro_batch_size=16, accumulation_steps=8, steps=2)
+        record["seconds"] = {"clip": [1.0, 1.1, 0.9], "hn": [2.0] * 3, "hn+tok": [4.0] * 3}
+
+    def token(record):
+        next(row for row in record["default"]["settings"] if row["setting"] == "unchunked")["runs"] = \
+            [{"extra_bytes": 12.34e9, "seconds": 321.0, "loss": 1.0}]
+        del record["glibc_dynamic_threshold"]
+
+    def install(record):
+        record["cases"]["core"]["install_seconds"] = 123.4
+        del record["cases"]["lab-with-torch"]
+
+    for name, change in (("recall_speed.json", recall), ("train_throughput.json", train),
+                         ("token_loss_memory.json", token), ("install_size.json", install)):
+        _edit(results_copy, name, change)
+    benchmarks = regenerate((REPOSITORY / "docs/benchmarks.md").read_text(), Results(results_copy))
+    assert "| 9.87 s | 1.23 s | 8.64 s |" in benchmarks and "the score product is 12 % of the time" in benchmarks
+    assert "`clip` 256.0 img/s, `hn` 128.0 img/s (×2.000 the time of `clip`)" in benchmarks
+    assert "0.90–1.10 s, a spread of 20 %" in benchmarks
+    assert "| unchunked | 128 | 12.34 GB | 321 s |" in benchmarks
+    assert "(`--glibc-dynamic-threshold`): not measured." in benchmarks
+    package = regenerate((REPOSITORY / "docs/package.md").read_text(), Results(results_copy))
+    assert "| 123 s |" in package and "not measured with the extra" in package

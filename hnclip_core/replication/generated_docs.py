@@ -8,15 +8,16 @@ A document marks each place where measured numbers go with a block::
 
 and :func:`regenerate` replaces every block's body by what its renderer (:data:`RENDERERS`) makes of the committed
 results: ``calibration.json`` (``python -m hnclip_core calibrate``), ``scorecard.json`` (chapter 5's verdicts,
-copied there by ``make notebooks``), ``timings.json`` (``benchmarks/time_commands.py``) and the shipped toy's
-record. Outside the blocks a document states no measured
-number (``tests/test_generated_docs.py`` checks both). ``make docs`` rewrites the files; ``--check`` only says
-which are stale.
+copied there by ``make notebooks``), ``timings.json`` (``benchmarks/time_commands.py``), the other benchmarks'
+``--json`` files (:data:`PRODUCERS`), the paper data and the shipped toy's record. Outside the blocks a document
+states no measured number (``tests/test_generated_docs.py`` checks both). ``make docs`` rewrites the files;
+``--check`` only says which are stale.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import sys
@@ -24,9 +25,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from statistics import fmean, stdev
+from statistics import fmean, median, stdev
 
 from ..files import write_text_atomically
+from ..losses import token_loss
 from ..toy.model import shipped_toy_path
 from . import paper
 from .ablations import plug_and_play_table, throughput_table, timing_table
@@ -45,7 +47,8 @@ from .tidy import read_results
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 #: The documents with generated blocks, relative to the repository.
-DOCUMENTS = ("README.md", "docs/results.md", "docs/frameworks.md", "docs/tutorial.md", "docs/batch-runs.md")
+DOCUMENTS = ("README.md", "docs/results.md", "docs/frameworks.md", "docs/tutorial.md", "docs/batch-runs.md",
+             "docs/benchmarks.md", "docs/package.md")
 BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(?P<close><!-- end generated -->)",
                    re.DOTALL)
 #: The README's headline claims, in its order.
@@ -55,7 +58,14 @@ PRODUCERS = {"calibration.json": "python -m hnclip_core calibrate", "scorecard.j
              "ablations.json": "make ablations",
              "framework_throughput.json": "python benchmarks/framework_throughput.py --json "
                                           "results/framework_throughput.json",
-             "timings.json": "python benchmarks/time_commands.py test tutorial"}
+             "timings.json": "python benchmarks/time_commands.py test tutorial",
+             "recall_speed.json": "python benchmarks/recall_speed.py --repeats 3 --json results/recall_speed.json",
+             "train_throughput.json": "python benchmarks/train_throughput.py --rounds 3 --json "
+                                      "results/train_throughput.json",
+             "token_loss_memory.json": "python benchmarks/token_loss_memory.py --json results/token_loss_memory.json"
+                                       " and, for glibc's default, the same with --glibc-dynamic-threshold "
+                                       "--settings 2**23",
+             "install_size.json": "python benchmarks/install_size.py --json results/install_size.json"}
 METHODS = {"clip": "InfoNCE (`clip`)", "hn+tok": "HN-CLIP (`hn+tok`)"}
 
 
@@ -82,6 +92,22 @@ class Results:
     @cached_property
     def throughput(self) -> dict:
         return self._json("framework_throughput.json")
+
+    @cached_property
+    def recall_speed(self) -> dict:
+        return self._json("recall_speed.json")
+
+    @cached_property
+    def train_throughput(self) -> dict:
+        return self._json("train_throughput.json")
+
+    @cached_property
+    def token_loss_memory(self) -> dict:
+        return self._json("token_loss_memory.json")
+
+    @cached_property
+    def install_size(self) -> dict:
+        return self._json("install_size.json")
 
     @cached_property
     def timings(self) -> dict[str, dict]:
@@ -274,11 +300,202 @@ def test_tolerances(results: Results) -> str:
             f"{allowed['solved_clip']:.2f} / {allowed['solved_hn']:.2f}.")
 
 
+def measured_under(record: Mapping) -> str:
+    """The conditions a benchmark's ``--json`` record (``benchmarks/conditions.py``) was measured under, in words."""
+    machine = record["machine"]
+    threads = _count(machine["torch_threads"], "torch thread")
+    text = (f"{machine['cores']} CPU cores ({machine['processor']}, {threads}, "
+            f"torch {machine['torch']}), {record['date']}, commit `{(record.get('commit') or 'unknown')[:7]}`"
+            + (" with uncommitted changes" if record.get("work_tree_modified") else ""))
+    load = record.get("load_average_at_start")
+    if load:
+        text += f"; load average {load[0]:.2f} when it started"
+    if record.get("note"):
+        text += f" ({record['note']})"
+    return text
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def _gallery(n: int) -> str:
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def recall_speed(results: Results) -> str:
+    """``benchmarks/recall_speed.py``: the median time of ``recall_at_k`` and of its score product per gallery size
+    and width, and the product's share at the largest case."""
+    record = results.recall_speed
+    rows, shares = [], {}
+    for case in record["cases"]:
+        total, product = median(case["recall_at_k_seconds"]), median(case["matmul_seconds"])
+        shares[case["n"], case["dim"]] = product / total
+        rows.append([_gallery(case["n"]), case["dim"], f"{total:.2f} s", f"{product:.2f} s",
+                     f"{total - product:.2f} s"])
+    n, dim = max(shares)
+    return (f"Medians of {record['repeats']} interleaved repeats (`results/recall_speed.json`), measured on "
+            f"{measured_under(record)}:\n\n"
+            + markdown_table(["N × N", "D", "`recall_at_k`", "of which the score product", "ranking"], rows)
+            + f"\n\nAt N = {_gallery(n)} and D = {dim} the score product is {100 * shares[n, dim]:.0f} % of the time.")
+
+
+def train_throughput(results: Results) -> str:
+    """``benchmarks/train_throughput.py``: the toy's training img/s per objective, its time relative to InfoNCE, and
+    how much InfoNCE's own rounds varied (what a ratio near 1 can be told apart from)."""
+    record = results.train_throughput
+    batch = record["micro_batch_size"] * record["accumulation_steps"]
+    seconds = record["seconds"]
+    base = median(seconds["clip"])
+    parts = []
+    for name, runs in seconds.items():
+        part = f"`{name}` {batch * record['steps'] / median(runs):.1f} img/s"
+        if name != "clip":
+            part += f" (×{median(runs) / base:.3f} the time of `clip`)"
+        parts.append(part)
+    clip = seconds["clip"]
+    return (f"Effective batch {batch} = {record['micro_batch_size']} × {record['accumulation_steps']} "
+            f"({record['accumulation']}), {record['rounds']} interleaved rounds of {record['steps']} steps, medians "
+            f"(`results/train_throughput.json`), measured on {measured_under(record)}: {', '.join(parts)}. "
+            f"The rounds of `clip` alone took {min(clip):.2f}–{max(clip):.2f} s, a spread of "
+            f"{100 * (max(clip) - min(clip)) / base:.0f} % of their median: smaller time differences are not "
+            f"resolved by this run.")
+
+
+#: The largest value glibc's dynamic mmap threshold grows to on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX).
+GLIBC_MMAP_THRESHOLD_MAX = 32 * 2**20
+DEFAULT_MAX_ELEMENTS = inspect.signature(token_loss).parameters["max_elements"].default
+
+
+def _setting_label(row: Mapping) -> str:
+    if row["setting"] == "unchunked":
+        return "unchunked"
+    return f"`{row['setting']}`" + (" (default)" if row["max_elements"] == DEFAULT_MAX_ELEMENTS else "")
+
+
+def _good_runs(row: Mapping) -> list[dict]:
+    return [] if row["skipped"] else [r for r in row["runs"] if "error" not in r]
+
+
+def token_loss_memory(results: Results) -> str:
+    """``benchmarks/token_loss_memory.py``: peak extra memory and time of L_tok per chunk setting, the agreement of
+    their losses and gradients, the default's saving over the unchunked tensor, and glibc's fragmentation."""
+    record = results.token_loss_memory
+    measured = record["default"]
+    b, p, t = measured["batch"], measured["patches"], measured["tokens"]
+    precision = "bf16" if measured["autocast"] else "fp32"
+    rows, peaks, times = [], {}, {}
+    for row in measured["settings"]:
+        good = _good_runs(row)
+        if good:
+            peaks[row["setting"]] = max(r["extra_bytes"] for r in good)
+            times[row["setting"]] = median(r["seconds"] for r in good)
+            memory, seconds = f"{peaks[row['setting']] / 1e9:.2f} GB", f"{times[row['setting']]:.0f} s"
+        else:
+            memory = seconds = row["skipped"] or (row["runs"][-1]["error"] if row["runs"] else "not run")
+        rows.append([_setting_label(row), row["images_per_chunk"], memory, seconds])
+    memory_rule = ("peak RSS growth, with `MALLOC_MMAP_THRESHOLD_` = " + str(measured["malloc_mmap_threshold"])
+                   if measured["device"] == "cpu" else "`max_memory_allocated` growth")
+    text = (f"The full B×B×P×T similarity tensor would be {b * b * p * t * measured['element_bytes'] / 1e9:.2f} GB "
+            f"in {precision}. One process per setting, {_count(measured['rounds'], 'round')} on device "
+            f"{measured['device']} (memory: {memory_rule}; `results/token_loss_memory.json`), measured on "
+            f"{measured_under(measured)}:\n\n"
+            + markdown_table(["setting", "images / chunk", "peak extra memory", "time"], rows))
+    differences = [row["max_abs_difference"] for row in measured["settings"]
+                   if row["max_abs_difference"] and row["setting"] != measured["reference"]]
+    if differences:
+        scale = measured["reference_scale"]
+        loss = max(d["loss"] for d in differences)
+        gradient = max(max(d["image"], d["text"]) for d in differences)
+        largest = max(scale["image"], scale["text"])
+        text += (f"\n\nAgainst the {measured['reference']} run: loss "
+                 + ("identical" if loss == 0 else f"within {loss:.1e}")
+                 + f", input gradients within {gradient:.1e} (of values up to {largest:.1e}).")
+    default = next((row["setting"] for row in measured["settings"] if row["max_elements"] == DEFAULT_MAX_ELEMENTS),
+                   None)
+    if "unchunked" in peaks and default in peaks:
+        text += (f" The default chunking needs {peaks['unchunked'] / peaks[default]:.0f}× less memory than forming "
+                 f"the tensor at once, in ×{times[default] / times['unchunked']:.2f} its time.")
+    return text + "\n\n" + _glibc_fragmentation(record)
+
+
+def _glibc_fragmentation(record: Mapping) -> str:
+    glibc = record.get("glibc_dynamic_threshold")
+    if glibc is None:
+        return "With glibc's default malloc settings (`--glibc-dynamic-threshold`): not measured."
+    default = {row["setting"]: row for row in record["default"]["settings"]}
+    sentences = []
+    for row in glibc["settings"]:
+        good = _good_runs(row)
+        if not good:
+            continue
+        under = ", below the 32 MiB that glibc's mmap threshold grows to, so served from its heap" \
+            if row["chunk_bytes"] < GLIBC_MMAP_THRESHOLD_MAX else ""
+        sentence = (f"the setting {_setting_label(row)} ({_count(row['images_per_chunk'], 'image')} per chunk, "
+                    f"chunks of {row['chunk_bytes'] / 1e6:.1f} MB{under}) grows "
+                    f"RSS by {max(r['extra_bytes'] for r in good) / 1e9:.2f} GB")
+        same = _good_runs(default.get(row["setting"], {"skipped": True}))
+        if same:
+            sentence += (f", against {max(r['extra_bytes'] for r in same) / 1e9:.2f} GB with every large allocation "
+                         f"its own mapping: the live tensors are the same, the rest is heap fragmentation")
+        sentences.append(sentence)
+    if not sentences:
+        return "With glibc's default malloc settings (`--glibc-dynamic-threshold`): no setting ran."
+    return (f"With glibc's default malloc settings (`--glibc-dynamic-threshold`, measured {glibc['date']}): "
+            + "; ".join(sentences) + ".")
+
+
+def gpu_paper(results: Results) -> str:
+    """The paper's Table A3 throughputs of plain fine-tuning and of HN-CLIP (from the paper data) and their ratio."""
+    plain, hn_clip = paper.THROUGHPUT["longclip"]["clip"], paper.THROUGHPUT["longclip"]["hn"]
+    return (f"The paper's Table A3: {plain:g} img/s plain fine-tuning, {hn_clip:g} img/s HN-CLIP on one Ascend "
+            f"910B, i.e. ×{plain / hn_clip:.3f} the time.")
+
+
+def _gb(n_bytes: float) -> str:
+    return f"{n_bytes / 1e9:.2f} GB"
+
+
+def install_size(results: Results) -> str:
+    """``benchmarks/install_size.py``: time and size of a new venv with the core, and with the ``[lab]`` extra; what
+    torch and its requirements take of it; the install times with torch already there."""
+    record = results.install_size
+    cases = record["cases"]
+    machine = record["machine"]
+    labels = {"core": f"the core (`pip install {record['wheel']}`)",
+              "lab": "the core and the extra (`pip install 'hnclip-core[lab] @ file://…whl'`)"}
+    rows = []
+    for case, label in labels.items():
+        measured = cases.get(case)
+        rows.append([label] + ([f"{measured['install_seconds']:.0f} s", _gb(measured["site_packages_bytes"]),
+                                measured["distributions"], _gb(measured["torch_and_requirements_bytes"])]
+                               if measured else ["not measured"] * 4))
+    torch = next((cases[c] for c in ("core", "lab") if c in cases), None)
+    torch_words = (f"torch {torch['torch']}, {_gb(torch['torch_and_requirements_bytes'])} with the libraries it "
+                   f"requires" if torch else "torch not measured")
+    text = (f"Measured on {measured_under(record)}. Python {machine['python']}, pip {record['pip']} with its index on "
+            f"local disk, so no download; {torch_words}. Sizes are `du` of the new venv's site-packages "
+            f"(`results/install_size.json`):\n\n"
+            + markdown_table(["a new venv with", "installed in", "site-packages", "distributions",
+                              "of which torch and its requirements"], rows))
+    if "core" in cases and "lab" in cases:
+        core, lab = cases["core"], cases["lab"]
+        text += (f"\n\nBeside torch, the core adds "
+                 f"{_gb(core['site_packages_bytes'] - core['torch_and_requirements_bytes'])} and the extra another "
+                 f"{_gb(lab['site_packages_bytes'] - core['site_packages_bytes'])} (peft alone brings transformers "
+                 f"and accelerate).")
+    with_torch = [f"{cases[c]['install_seconds']:.0f} s {words}" if c in cases else f"not measured {words}"
+                  for c, words in (("core-with-torch", "for the core"), ("lab-with-torch", "with the extra"))]
+    return text + f" With torch already there, installing the rest took {' and '.join(with_torch)}."
+
+
 RENDERERS: Mapping[str, Callable[[Results], str]] = {
     "headline": headline, "scorecard-summary": scorecard_summary, "recall": recall,
     "design-targets": design_targets_table, "scorecard": scorecard, "toy": toy,
     "plug-and-play": plug_and_play, "throughput": throughput, "timings": timings, "chapter-memory": chapter_memory,
-    "test-tolerances": test_tolerances, "ablation-timings": ablation_timings,
+    "test-tolerances": test_tolerances, "ablation-timings": ablation_timings, "recall-speed": recall_speed,
+    "train-throughput": train_throughput, "token-loss-memory": token_loss_memory, "gpu-paper": gpu_paper,
+    "install-size": install_size,
 }
 
 
