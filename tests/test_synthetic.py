@@ -83,6 +83,7 @@ def test_cache_dir_follows_environment(monkeypatch, tmp_path):
         {"min_objects": 1},
         {"min_objects": 4, "max_objects": 3},
         {"image_size": 16},
+        {"camera": "pinhole"},
     ],
 )
 def test_invalid_config_is_rejected(bad):
@@ -237,6 +238,32 @@ def test_render_scene_is_pure(small_train):
     scene = small_train[0].scene
     assert render_scene(scene, 64).tobytes() == small_train[0].image.tobytes()
     assert render_scene(scene, 128).size == (128, 128)
+
+
+def test_another_camera_changes_only_the_pixels_and_keeps_them_recognisable(small_train):
+    warm = generate_examples(dataclasses.replace(SMALL, camera="warm"), "train")
+    assert [e.captions for e in warm] == [e.captions for e in small_train]
+    assert [e.objects for e in warm] == [e.objects for e in small_train]
+    plain = np.stack([np.asarray(e.image, dtype=float) for e in small_train])
+    shot = np.stack([np.asarray(e.image, dtype=float) for e in warm])
+    # The cast pulls every pixel towards WARM_CAST: on average over the images, red rises well above blue.
+    shift = (shot - plain).mean(axis=(0, 1, 2))
+    assert shift[0] - shift[2] > 10
+    # Still the same scenes: each image's nearest plain rendering is of its own family (its near-twins differ from
+    # it in one detail, less than the camera changes it, so the nearest need not be the image itself).
+    distances = ((shot[:, None] - plain[None]) ** 2).mean(axis=(2, 3, 4))
+    families = np.array([e.family_id for e in small_train])
+    assert (families[distances.argmin(axis=1)] == families).all()
+    again = generate_examples(dataclasses.replace(SMALL, camera="warm"), "train")
+    assert [e.image.tobytes() for e in again] == [e.image.tobytes() for e in warm]
+
+
+def test_the_plain_camera_is_the_renderer_itself(small_train):
+    rng = np.random.default_rng(0)
+    image = small_train[0].image
+    assert synthetic.photograph(image, synthetic.CAMERAS["plain"], rng).tobytes() == image.tobytes()
+    noisy = synthetic.photograph(image, synthetic.Camera(noise=6.0), rng)
+    assert noisy.tobytes() != image.tobytes()
 
 
 # --------------------------------------------------------------------------------------------------- splits

@@ -58,12 +58,13 @@ import os
 import shutil
 import statistics
 import uuid
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFilter
 
 from ..data.docci import load_docci_pairs
 from ..data.pairs import DatasetLayoutError, ImageCaptionPair
@@ -120,6 +121,31 @@ SUPERSAMPLE = 4
 EDIT_KINDS = ("colour", "shape", "size", "swap", "background")
 
 
+@dataclass(frozen=True)
+class Camera:
+    """How a benchmark's rendered scenes are photographed: a colour cast, sensor noise and a lens blur.
+
+    The toy's pretraining world is always drawn through the plain camera. A benchmark shot through
+    another one is a domain shift of the kind DOCCI's photographs are for Long-CLIP's web images (§3.1):
+    what a scene holds is unchanged and so are its captions, only how its pixels look.
+
+    Attributes:
+        cast: Share of :data:`WARM_CAST` mixed into every pixel (0: none).
+        noise: Standard deviation of Gaussian sensor noise, in 8-bit levels.
+        blur: Radius of a Gaussian blur in pixels (0: sharp).
+    """
+
+    cast: float = 0.0
+    noise: float = 0.0
+    blur: float = 0.0
+
+
+#: The colour a camera's cast pulls pixels towards (a warm, tungsten-like light).
+WARM_CAST = (255, 200, 140)
+#: Named cameras of :attr:`SyntheticConfig.camera`.
+CAMERAS = {"plain": Camera(), "warm": Camera(cast=0.2, noise=6.0, blur=0.4)}
+
+
 # ----------------------------------------------------------------------------------------------------
 # Configuration and data model
 # ----------------------------------------------------------------------------------------------------
@@ -142,6 +168,7 @@ class SyntheticConfig:
         max_objects: Most shapes in a scene (≤ 9, one per grid cell).
         caption_style: Which caption becomes ``description`` / ``SyntheticExample.caption``:
             ``"dense"``, ``"dense-alt"`` or ``"short"``. All three are kept in the metadata.
+        camera: Which of :data:`CAMERAS` photographs the images (``"plain"``: as rendered).
     """
 
     seed: int = 0
@@ -153,10 +180,13 @@ class SyntheticConfig:
     min_objects: int = 3
     max_objects: int = 5
     caption_style: str = "dense"
+    camera: str = "plain"
 
     def __post_init__(self) -> None:
         if self.caption_style not in CAPTION_STYLES:
             raise ValueError(f"caption_style must be one of {CAPTION_STYLES}, got {self.caption_style!r}")
+        if self.camera not in CAMERAS:
+            raise ValueError(f"camera must be one of {tuple(CAMERAS)}, got {self.camera!r}")
         if self.num_train_families < 0 or self.num_test_families < 0:
             raise ValueError("family counts must be non-negative")
         if self.family_size < 1:
@@ -466,6 +496,18 @@ def render_scene(scene: Scene, image_size: int) -> Image.Image:
     return image.reduce(SUPERSAMPLE)
 
 
+def photograph(image: Image.Image, camera: Camera, rng: np.random.Generator) -> Image.Image:
+    """``image`` as ``camera`` sees it: the cast mixed in, then noise drawn from ``rng``, then the blur."""
+    if camera == Camera():
+        return image
+    pixels = np.asarray(image, dtype=np.float32)
+    pixels = (1.0 - camera.cast) * pixels + camera.cast * np.asarray(WARM_CAST, dtype=np.float32)
+    if camera.noise:
+        pixels = pixels + rng.normal(0.0, camera.noise, pixels.shape)
+    image = Image.fromarray(np.clip(pixels, 0, 255).round().astype(np.uint8))
+    return image.filter(ImageFilter.GaussianBlur(camera.blur)) if camera.blur else image
+
+
 # ----------------------------------------------------------------------------------------------------
 # Captions
 # ----------------------------------------------------------------------------------------------------
@@ -717,6 +759,11 @@ def family_rng(config: SyntheticConfig, split: str, family_index: int) -> np.ran
     return np.random.default_rng([config.seed, SPLITS.index(split), family_index])
 
 
+def camera_rng(config: SyntheticConfig, example_id: str) -> np.random.Generator:
+    """The sensor-noise generator of one image: depends only on (seed, example id), not on the scene draws."""
+    return np.random.default_rng([config.seed, zlib.crc32(example_id.encode())])
+
+
 def build_example(
     example_id: str,
     family_id: str,
@@ -741,7 +788,8 @@ def build_example(
     return SyntheticExample(
         example_id=example_id,
         family_id=family_id,
-        image=render_scene(scene, config.image_size),
+        image=photograph(render_scene(scene, config.image_size), CAMERAS[config.camera],
+                         camera_rng(config, example_id)),
         caption=own.text,
         objects=objects,
         changed_detail=changed_detail,
