@@ -118,6 +118,7 @@ def accumulated_losses(
     loss: HNClipTokenLoss,
     accumulation: str = "naive",
     margin_features: Callable[[torch.Tensor], torch.Tensor | None] | None = None,
+    micro_loss: Callable[[MicroBatch], torch.Tensor] | None = None,
 ) -> Iterator[torch.Tensor]:
     """Yield one loss per micro-batch; backpropagating each in turn accumulates exactly the gradient of the
     effective batch under the chosen :data:`ACCUMULATION_MODES` reading. Each micro-batch's forward pass runs
@@ -126,19 +127,27 @@ def accumulated_losses(
     ``logit_scale`` is the model's log-temperature parameter; in ``cached`` mode only the last micro-batch's
     loss is differentiated with respect to it, so the temperature receives its gradient once per effective
     batch. ``margin_features(indices)`` optionally returns the caption features Ḡ is built from (Table 3c).
+    ``micro_loss(micro)`` replaces a micro-batch's loss under ``naive`` accumulation: a fine-tuning framework's
+    objective with terms of its own (:meth:`hnclip_core.train.TrainingHooks.loss`), which encodes the micro-batch
+    itself and so cannot be evaluated against cached features.
     """
     if accumulation not in ACCUMULATION_MODES:
         raise ValueError(f"unknown accumulation {accumulation!r}; choose one of {ACCUMULATION_MODES}")
+    if micro_loss is not None and accumulation != "naive":
+        raise ValueError("a micro-batch loss of its own accumulates only under accumulation='naive'")
     with_tokens = bool(getattr(loss, "token_weight", 0))
     margins = margin_features or (lambda indices: None)
 
     def encode_global(micro: MicroBatch) -> tuple[EncodedBatch, torch.Tensor]:
         return gather_global(encode(micro.images, micro.token_ids, with_tokens), micro.indices)
 
+    def naive_loss(micro: MicroBatch) -> torch.Tensor:
+        batch, indices = encode_global(micro)
+        return batch_loss(loss, batch, logit_scale.exp(), margins(indices))
+
     if accumulation == "naive":
         for micro in micro_batches:
-            batch, indices = encode_global(micro)
-            yield batch_loss(loss, batch, logit_scale.exp(), margins(indices)) / len(micro_batches)
+            yield (micro_loss or naive_loss)(micro) / len(micro_batches)
         return
 
     with torch.no_grad():

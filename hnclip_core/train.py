@@ -417,15 +417,13 @@ class _Run:
 
     def step_losses(self, micro_batches: list[MicroBatch]):
         """One loss per micro-batch of this optimizer step, each computed when drawn."""
-        if not self.hooks.has_auxiliary_loss:
-            yield from accumulated_losses(self.encoder, self.model.logit_scale, micro_batches, self.loss,
-                                          self.config.accumulation, self.margin_features)
-            return
-        for micro in micro_batches:
-            loss = self.hooks.loss(
-                self.model, micro, self.loss, self.model.logit_scale.exp(), self.margin_features(micro.indices)
-            )
-            yield loss / len(micro_batches)
+        def framework_loss(micro: MicroBatch) -> torch.Tensor:
+            return self.hooks.loss(self.model, micro, self.loss, self.model.logit_scale.exp(),
+                                   self.margin_features(micro.indices))
+
+        yield from accumulated_losses(self.encoder, self.model.logit_scale, micro_batches, self.loss,
+                                      self.config.accumulation, self.margin_features,
+                                      framework_loss if self.hooks.has_auxiliary_loss else None)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
