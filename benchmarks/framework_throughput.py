@@ -33,7 +33,7 @@ from hnclip_core.frameworks import FRAMEWORKS, build_framework
 from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen
 from hnclip_core.losses import HNClipTokenLoss
 from hnclip_core.replication.experiment import objective_parameters
-from hnclip_core.toy import TOY_ARCHITECTURE  # importing hnclip_core.toy registers the synthetic dataset
+from hnclip_core.toy import TOY_ARCHITECTURE, register_datasets
 from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 
 OBJECTIVES = ("clip", "hn")
@@ -96,6 +96,7 @@ def main() -> None:
         config = SyntheticConfig(seed=123, num_train_families=max(1, batch // 4 + 1), num_test_families=1,
                                  image_size=TOY_ARCHITECTURE.image_size)
         root = write_synthetic_benchmark(Path(folder) / "bench", config)
+        register_datasets()
         pairs = load_pairs("synthetic", root, "train")[:batch]
         if len(pairs) < batch:
             raise SystemExit(f"only {len(pairs)} training pairs for a batch of {batch}")

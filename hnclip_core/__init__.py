@@ -7,7 +7,7 @@ Margins for Dense-Caption Retrieval* (HN-CLIP, arXiv 2608.18521). One module per
 * :mod:`hnclip_core.longclip` — exact Long-CLIP checkpoint loading into open_clip, and saving;
 * :mod:`hnclip_core.evaluate` — Recall@K retrieval evaluation (App. D.3);
 * :mod:`hnclip_core.data` — the real benchmarks' loaders (the embedded synthetic benchmark is the harness's,
-  :mod:`hnclip_core.toy`, which registers it with :func:`~hnclip_core.data.load_pairs`);
+  :mod:`hnclip_core.toy`, whose ``register_datasets`` adds it to :func:`~hnclip_core.data.load_pairs`);
 * :mod:`hnclip_core.train` — the one fine-tuning loop; :mod:`hnclip_core.open_clip_train` — L_HN inside open_clip's
   own trainer.
 

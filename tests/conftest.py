@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from hnclip_core.longclip import LONG_CONTEXT, ClipArchitecture, build_clip, save_longclip
-from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
+from hnclip_core.toy.synthetic import SyntheticConfig, register_datasets, write_synthetic_benchmark
 
 TINY_ARCH = ClipArchitecture(
     embed_dim=32, image_size=32, patch_size=8, vision_width=64, vision_layers=1, vision_mlp_ratio=2.0,
@@ -26,4 +26,5 @@ def tiny_checkpoint(tmp_path_factory):
 def tiny_benchmark(tmp_path_factory):
     """48 train / 16 test images in DOCCI's format."""
     config = SyntheticConfig(seed=3, num_train_families=12, num_test_families=4, image_size=32)
+    register_datasets()  # the tests train on it by its name, "synthetic"
     return write_synthetic_benchmark(tmp_path_factory.mktemp("synthetic") / "bench", config)

@@ -334,15 +334,17 @@ def test_load_pairs_rejects_unknown_names_splits_and_missing_root(docci_root: Pa
         load_pairs("docci", None, "test")
 
 
-def test_the_embedded_benchmark_registers_itself(tmp_path: Path):
-    import hnclip_core.toy  # noqa: F401  (registers synthetic and synthetic-alt)
+def test_the_embedded_benchmark_joins_the_names_when_registered(tmp_path: Path):
+    from hnclip_core.toy import register_datasets
     from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 
-    assert {"synthetic", "synthetic-alt"} <= set(DATASETS)
+    register_datasets()
+    register_datasets()  # again: no change
+    assert {"synthetic", "synthetic-alt"} <= set(DATASETS) and len(DATASETS) == len(set(DATASETS))
     root = write_synthetic_benchmark(tmp_path / "bench", SyntheticConfig(seed=1, num_train_families=2,
                                                                          num_test_families=1, image_size=32))
     assert load_pairs("synthetic", root, "test") == docci.load_docci_pairs(root, "test")
-    with pytest.raises(ValueError, match="registers itself when hnclip_core.toy is imported"):
+    with pytest.raises(ValueError, match=r"joins them with hnclip_core.toy.register_datasets\(\)"):
         load_pairs("synthetic-hd", root, "test")
 
 

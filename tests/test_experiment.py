@@ -28,7 +28,7 @@ def test_parameters_are_validated_with_clear_messages(tiny_checkpoint, tmp_path)
     with pytest.raises(TypeError, match="parameter 'seed' must be int, got True"):
         Experiment(seed=True)
     Experiment(lr=1)  # an int is a valid float
-    with pytest.raises(ValueError, match="unknown dataset 'docc'; choose one of docci, dci"):
+    with pytest.raises(ValueError, match="unknown dataset 'docc'; valid names: docci, dci"):
         Experiment(dataset="docc")
     with pytest.raises(ValueError, match="dataset 'docci' needs data_root"):
         Experiment(dataset="docci")

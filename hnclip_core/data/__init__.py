@@ -3,8 +3,8 @@
 ``load_pairs(name, root, split)`` returns a ``list[ImageCaptionPair]`` in a fixed order; pair ``i``'s
 image is the only match of caption ``i`` in 1:1 retrieval (App. D.3). Wrap it in :class:`PairDataset`
 to get model inputs. Each dataset module documents its on-disk format, its source and its protocol.
-Other benchmarks join with :func:`register_dataset`; the embedded default does so for ``synthetic`` and
-``synthetic-alt`` when :mod:`hnclip_core.toy` is imported.
+Other benchmarks join with :func:`register_dataset`; :func:`hnclip_core.toy.register_datasets` adds the
+embedded default's ``synthetic`` and ``synthetic-alt`` (the harness's commands and notebooks call it).
 
 =============  ==================  ==========================================================
 name           splits              module
@@ -32,6 +32,7 @@ __all__ = [
     "DATASETS",
     "SPLITS",
     "DatasetLayoutError",
+    "check_dataset",
     "ImageCaptionPair",
     "PairDataset",
     "load_pairs",
@@ -68,21 +69,29 @@ def register_dataset(name: str, splits: tuple[str, ...], loader: Loader) -> None
         DATASETS.append(name)
 
 
-def load_pairs(name: str, root: str | Path | None, split: str) -> list[ImageCaptionPair]:
-    """Image–caption pairs of dataset ``name`` (one of :data:`DATASETS`), ``split``, stored under ``root``.
-
-    Raises ``ValueError`` for an unknown name or split and :class:`DatasetLayoutError` when the files
-    on disk do not match the dataset's expected layout.
-    """
+def check_dataset(name: str, root: str | Path | None, split: str | None = None, root_option: str = "a data root"
+                  ) -> None:
+    """Raise ``ValueError`` unless ``load_pairs(name, root, split)`` can be asked for: a registered name, one of
+    its splits (any, when ``split`` is None) and a root for the benchmarks read from files (``root_option``: what
+    the caller calls the root, for the message)."""
     if name not in SPLITS:
         raise ValueError(
             f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)} (the embedded synthetic benchmark "
-            "registers itself when hnclip_core.toy is imported)"
+            "joins them with hnclip_core.toy.register_datasets())"
         )
-    if split not in SPLITS[name]:
+    if split is not None and split not in SPLITS[name]:
         raise ValueError(f"{name} has no split {split!r}; valid splits: {', '.join(SPLITS[name])}")
     if name in _BUILT_IN and root is None:
-        raise ValueError(f"{name} needs a data root: the folder holding the benchmark")
+        raise ValueError(f"dataset {name!r} needs {root_option}, the folder holding it")
+
+
+def load_pairs(name: str, root: str | Path | None, split: str) -> list[ImageCaptionPair]:
+    """Image–caption pairs of dataset ``name`` (one of :data:`DATASETS`), ``split``, stored under ``root``.
+
+    Raises ``ValueError`` for an unknown name or split (:func:`check_dataset`) and :class:`DatasetLayoutError`
+    when the files on disk do not match the dataset's expected layout.
+    """
+    check_dataset(name, root, split)
     return _LOADERS[name](None if root is None else Path(root), split)
 
 

@@ -29,8 +29,10 @@ import os
 import sys
 import typing
 
-from .. import toy  # noqa: F401  (registers the synthetic benchmark with load_pairs)
+from ..toy import register_datasets
 from ..train import TrainConfig
+
+register_datasets()  # every command accepts the embedded benchmark by name
 
 #: TrainConfig fields that ``calibrate`` sets itself (each run's seed and monitor, nothing written per run).
 CALIBRATION_SETS = frozenset({"seed", "monitor_every", "output_dir", "resume", "save_state", "progress"})

@@ -37,14 +37,16 @@ from pathlib import Path
 
 import torch
 
-from .. import toy  # noqa: F401  (registers the synthetic benchmark with load_pairs)
-from ..data import DATASETS, SPLITS, PairDataset, load_pairs
+from ..data import SPLITS, PairDataset, check_dataset, load_pairs
 from ..evaluate import DEFAULT_KS, encode_dataset, recall_at_k
 from ..files import config_digest, write_text_atomically
 from ..frameworks import ADAPTER_LR, build_framework
 from ..longclip import load_longclip
+from ..toy import register_datasets
 from ..train import STATE_FILE, TrainConfig, check_field_types, recall_row, resolve_device, train
 from .plots import save_figure
+
+register_datasets()  # an experiment runs on the embedded benchmark unless told otherwise
 
 __all__ = [
     "Experiment", "OBJECTIVES", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "objective_name", "objective_parameters",
@@ -142,14 +144,10 @@ class Experiment:
 
     def __post_init__(self):
         check_field_types(self, "parameter")
-        for name, root, root_name in (
-            (self.dataset, self.data_root, "data_root"),
-            (self.eval_dataset, self.eval_data_root, "eval_data_root"),
-        ):
-            if name is not None and name not in DATASETS:
-                raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
-            if name not in (None, "synthetic", "synthetic-alt") and root is None:
-                raise ValueError(f"dataset {name!r} needs {root_name}, the folder holding it")
+        for name, root, option in ((self.dataset, self.data_root, "data_root"),
+                                   (self.eval_dataset, self.eval_data_root, "eval_data_root")):
+            if name is not None:
+                check_dataset(name, root, root_option=option)
         if self.backbone != "toy" and not Path(self.backbone).expanduser().is_file():
             raise FileNotFoundError(
                 f"backbone {self.backbone!r} is neither 'toy' nor an existing checkpoint file "
@@ -344,8 +342,7 @@ class Experiment:
         weights on another. A run's score is stored in its folder, the backbone's in ``runs_dir/zero_shot/``, and
         read back on the next call.
         """
-        if dataset not in DATASETS:
-            raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
+        check_dataset(dataset, data_root, split)
         name = f"transfer-{dataset}-{split}-{hashlib.sha256(str(data_root).encode()).hexdigest()[:8]}.json"
         if result is not None:
             stored = Path(result["run_dir"]) / name

@@ -7,13 +7,10 @@ near-duplicate scenes whose captions differ in a word or two, and the toy (:mod:
 :mod:`.regime` measures whether an initialisation is in the paper's regime (§2.1: most random batches
 already solved, the errors on near-twins).
 
-Importing this package registers the datasets ``synthetic`` and ``synthetic-alt`` (the same scenes with
-``dense-alt`` captions) with :func:`hnclip_core.data.load_pairs`.
+:func:`register_datasets` makes the benchmark ``synthetic`` (and ``synthetic-alt``, the same scenes with
+``dense-alt`` captions) a dataset name of :func:`hnclip_core.data.load_pairs`.
 """
 
-from functools import partial
-
-from ..data import register_dataset
 from .model import (
     TOY_ARCHITECTURE,
     TOY_FINETUNE,
@@ -23,12 +20,9 @@ from .model import (
     ship_toy,
     shipped_toy_path,
 )
-from .synthetic import SPLITS, load_synthetic_pairs
+from .synthetic import register_datasets
 
 __all__ = [
-    "TOY_ARCHITECTURE", "TOY_FINETUNE", "TOY_RECIPE", "ensure_toy_model", "pretrain_toy", "ship_toy",
-    "shipped_toy_path",
+    "TOY_ARCHITECTURE", "TOY_FINETUNE", "TOY_RECIPE", "ensure_toy_model", "pretrain_toy", "register_datasets",
+    "ship_toy", "shipped_toy_path",
 ]
-
-register_dataset("synthetic", SPLITS, partial(load_synthetic_pairs, caption_style="dense"))
-register_dataset("synthetic-alt", SPLITS, partial(load_synthetic_pairs, caption_style="dense-alt"))

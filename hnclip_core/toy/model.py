@@ -28,6 +28,7 @@ from ..longclip import ClipArchitecture, load_longclip, longclip_state_dict
 from ..train import TrainConfig
 from .cache import cache_dir
 from .pretrain import PretrainRecipe, pretrain
+from .synthetic import register_datasets
 
 __all__ = [
     "TOY_ARCHITECTURE", "TOY_RECIPE", "TOY_FINETUNE", "shipped_toy_path", "ensure_toy_model", "pretrain_toy",
@@ -57,7 +58,9 @@ FP32_KEYS = ("logit_scale",)
 
 
 def toy_train_config(**overrides) -> TrainConfig:
-    """The fine-tuning configuration of the embedded default: toy Long-CLIP on the synthetic benchmark."""
+    """The fine-tuning configuration of the embedded default: toy Long-CLIP on the synthetic benchmark (registered
+    with :func:`~hnclip_core.data.load_pairs` here, as the configuration names it)."""
+    register_datasets()
     defaults = {"checkpoint": str(ensure_toy_model()), "dataset": "synthetic", **TOY_FINETUNE}
     return TrainConfig.from_dict({**defaults, **overrides})
 

@@ -61,11 +61,13 @@ import uuid
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+from ..data import register_dataset
 from ..data.docci import load_docci_pairs
 from ..data.pairs import DatasetLayoutError, ImageCaptionPair
 from ..files import config_digest
@@ -966,3 +968,10 @@ def load_synthetic_pairs(root: Path | None, split: str, caption_style: str = "de
             f"SyntheticConfig(caption_style={caption_style!r}) or pass no data root"
         )
     return load_docci_pairs(ensure_synthetic_benchmark(root), split)
+
+
+def register_datasets() -> None:
+    """Make ``synthetic`` and ``synthetic-alt`` dataset names of :func:`hnclip_core.data.load_pairs` (calling it
+    again changes nothing). Their data root may be None: the benchmark is then built in the cache."""
+    register_dataset("synthetic", SPLITS, partial(load_synthetic_pairs, caption_style="dense"))
+    register_dataset("synthetic-alt", SPLITS, partial(load_synthetic_pairs, caption_style="dense-alt"))
