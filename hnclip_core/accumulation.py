@@ -10,12 +10,14 @@ accumulation"), in one process or across several.
   the other micro-batches' cached features (open_clip's ``accum_freq``). The summed gradients equal
   those of one 128-batch step, at the cost of one extra forward pass per step.
 
-Across processes (``torchrun``), each process encodes its shard of every micro-batch and
-:func:`gather_global` all-gathers the shards with gradient, so every process evaluates the loss of the
-whole global micro-batch: InfoNCE's negatives, Ḡ and L_tok's negatives span all processes, exactly as in
-one process with the large batch. The gather's backward sums, over processes, the gradients that reach
-each shard, and ``DistributedDataParallel`` averages parameter gradients over processes: together the
-single-process gradient of the global loss (tested in ``tests/test_distributed.py``).
+Across processes (``torchrun``), each process encodes its shard of every micro-batch and the loss gathers
+the shards, as it does inside open_clip's own trainer: :class:`~hnclip_core.losses.HNClipTokenLoss` built with
+``rank``, ``world_size`` and ``gather_with_grad=True`` all-gathers features, Ḡ's captions and token tensors
+through open_clip's ``gather_features``, so every process evaluates the loss of the whole global micro-batch
+(InfoNCE's negatives, Ḡ and L_tok's negatives span all processes, exactly as in one process with the large
+batch). The gather's backward sums, over processes, the gradients that reach each shard, and
+``DistributedDataParallel`` averages parameter gradients over processes: together the single-process gradient
+of the global loss (tested in ``tests/test_distributed.py``).
 """
 
 from __future__ import annotations
@@ -24,13 +26,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
 from .features import EncodedBatch
 from .losses import HNClipTokenLoss
 
-__all__ = ["ACCUMULATION_MODES", "MicroBatch", "batch_loss", "accumulated_losses", "gather_global"]
+__all__ = ["ACCUMULATION_MODES", "MicroBatch", "batch_loss", "accumulated_losses"]
 
 ACCUMULATION_MODES = ("naive", "cached")
 
@@ -74,43 +75,6 @@ def _concat(parts: Sequence[EncodedBatch]) -> EncodedBatch:
     )
 
 
-def _all_gather_with_grad(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """All-gather ``[B, ...]`` tensors (equal shapes on every process) with gradient, in rank order.
-
-    They travel packed in *one* collective on purpose: the backward of each all-gather is a collective too,
-    and autograd may run the backward of separate gathers in a different order on different processes —
-    which pairs up the wrong tensors whenever their shapes happen to agree.
-    """
-    from torch.distributed.nn.functional import all_gather
-
-    batch = tensors[0].shape[0]
-    packed = torch.cat([t.reshape(batch, -1) for t in tensors], dim=1).contiguous()
-    pieces = torch.cat(all_gather(packed)).split([t[0].numel() for t in tensors], dim=1)
-    return [piece.reshape(-1, *t.shape[1:]) for piece, t in zip(pieces, tensors, strict=True)]
-
-
-def gather_global(batch: EncodedBatch, indices: torch.Tensor) -> tuple[EncodedBatch, torch.Tensor]:
-    """The global micro-batch and its dataset indices: every process's shard in rank order, differentiable
-    for the local shard (identity in a single process). Word-token tensors are right-padded to the longest
-    caption of any process (id 0 = padding, which L_tok masks)."""
-    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
-        return batch, indices
-    world = dist.get_world_size()
-    all_indices = [torch.empty_like(indices) for _ in range(world)]
-    dist.all_gather(all_indices, indices.contiguous())
-    if batch.text_tokens is None:
-        return EncodedBatch(*_all_gather_with_grad([batch.image_features, batch.text_features])), torch.cat(all_indices)
-    length = torch.tensor([batch.text_ids.shape[1]], device=batch.text_ids.device)
-    dist.all_reduce(length, op=dist.ReduceOp.MAX)
-    pad = int(length) - batch.text_ids.shape[1]
-    gathered = _all_gather_with_grad([batch.image_features, batch.text_features, batch.image_tokens,
-                                      F.pad(batch.text_tokens, (0, 0, 0, pad))])
-    ids = F.pad(batch.text_ids, (0, pad)).contiguous()
-    all_ids = [torch.empty_like(ids) for _ in range(world)]
-    dist.all_gather(all_ids, ids)
-    return EncodedBatch(*gathered, text_ids=torch.cat(all_ids)), torch.cat(all_indices)
-
-
 def accumulated_losses(
     encode: Encoder,
     logit_scale: torch.nn.Parameter,
@@ -138,12 +102,11 @@ def accumulated_losses(
     with_tokens = bool(getattr(loss, "token_weight", 0))
     margins = margin_features or (lambda indices: None)
 
-    def encode_global(micro: MicroBatch) -> tuple[EncodedBatch, torch.Tensor]:
-        return gather_global(encode(micro.images, micro.token_ids, with_tokens), micro.indices)
+    def encoded(micro: MicroBatch) -> EncodedBatch:
+        return encode(micro.images, micro.token_ids, with_tokens)
 
     def naive_loss(micro: MicroBatch) -> torch.Tensor:
-        batch, indices = encode_global(micro)
-        return batch_loss(loss, batch, logit_scale.exp(), margins(indices))
+        return batch_loss(loss, encoded(micro), logit_scale.exp(), margins(micro.indices))
 
     if accumulation == "naive":
         for micro in micro_batches:
@@ -151,11 +114,11 @@ def accumulated_losses(
         return
 
     with torch.no_grad():
-        cached = [encode_global(m) for m in micro_batches]
-    all_margins = margins(torch.cat([indices for _, indices in cached]))
+        cached = [encoded(m) for m in micro_batches]
+    all_margins = margins(torch.cat([m.indices for m in micro_batches]))
     last = len(micro_batches) - 1
     for j, micro in enumerate(micro_batches):
-        parts = [batch for batch, _ in cached]
-        parts[j] = encode_global(micro)[0]
+        parts = list(cached)
+        parts[j] = encoded(micro)
         scale = logit_scale.exp() if j == last else logit_scale.detach().exp()
         yield batch_loss(loss, _concat(parts), scale, all_margins)

@@ -18,6 +18,7 @@ captions (Ḡ → 1) keep receiving gradient after the easy negatives have been 
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from open_clip.loss import ClipLoss, gather_features
 
@@ -185,13 +186,45 @@ class HNClipTokenLoss(HNClipLoss):
     ``forward(image_features, text_features, logit_scale, image_tokens=..., text_tokens=..., text_ids=...)``
     takes the batch's patch embeddings ``[B, patches, D]``, per-token text embeddings ``[B, L, D]`` and the
     token ids they belong to (padding and the start token are left out, :func:`valid_text_token_mask`).
-    With ``output_dict=True`` it returns both terms, as ``CoCaLoss`` does. The token term is computed on the
-    tensors it is given: under distributed training, pass the gathered batch (the trainer does).
+    With ``output_dict=True`` it returns both terms, as ``CoCaLoss`` does. Across processes (``world_size``)
+    the global features and Ḡ's captions are gathered as in :class:`HNClipLoss`, and the token tensors with
+    gradient as well (:meth:`gather_tokens`), so L_tok's negatives span every process too; that needs the whole
+    batch on every process: ``gather_with_grad=True``, not ``local_loss`` or horovod.
     """
 
     def __init__(self, gamma: float = 0.5, token_weight: float = 1.0, **clip_loss_kwargs):
         super().__init__(gamma, **clip_loss_kwargs)
+        if token_weight and self.world_size > 1 and (self.local_loss or self.use_horovod or not self.gather_with_grad):
+            raise ValueError("L_tok over several processes needs the whole batch's token tensors with gradient: "
+                             "gather_with_grad=True, without local_loss or horovod")
         self.token_weight = token_weight
+
+    def gather_tokens(self, image_tokens, text_tokens, text_ids):
+        """Every process's token tensors in rank order, differentiable (as given, in one process); word tokens
+        are right-padded to the longest caption of any process (id 0 = padding, which L_tok masks).
+
+        Patches and words travel packed in *one* differentiable all-gather on purpose: nothing makes the backward
+        collectives of two separate gathers run in the same order on every process, and with two gathers here
+        the text tower's gradients across two processes came out wrong (``tests/test_distributed.py`` checks them
+        against one process).
+        """
+        if self.world_size == 1:
+            return image_tokens, text_tokens, text_ids
+        from torch.distributed.nn.functional import all_gather
+
+        length = torch.tensor([text_ids.shape[1]], device=text_ids.device)
+        dist.all_reduce(length, op=dist.ReduceOp.MAX)
+        pad = int(length) - text_ids.shape[1]
+        text_tokens = F.pad(text_tokens, (0, 0, 0, pad))
+        batch = image_tokens.shape[0]
+        packed = torch.cat([image_tokens.reshape(batch, -1), text_tokens.reshape(batch, -1)], dim=1).contiguous()
+        patches, words = torch.cat(all_gather(packed)).split([image_tokens[0].numel(), text_tokens[0].numel()], dim=1)
+        image_tokens = patches.reshape(-1, *image_tokens.shape[1:])
+        text_tokens = words.reshape(-1, *text_tokens.shape[1:])
+        text_ids = F.pad(text_ids, (0, pad)).contiguous()
+        all_ids = [torch.empty_like(text_ids) for _ in range(self.world_size)]
+        dist.all_gather(all_ids, text_ids)
+        return image_tokens, text_tokens, torch.cat(all_ids)
 
     def forward(self, image_features, text_features, logit_scale, logit_bias=None, output_dict=False,
                 margin_text_features=None, *, image_tokens=None, text_tokens=None, text_ids=None):
@@ -199,6 +232,7 @@ class HNClipTokenLoss(HNClipLoss):
                                       margin_text_features=margin_text_features)
         token_term = torch.zeros_like(contrastive)
         if self.token_weight:
+            image_tokens, text_tokens, text_ids = self.gather_tokens(image_tokens, text_tokens, text_ids)
             mask = valid_text_token_mask(text_ids)
             token_term = self.token_weight * token_loss(image_tokens, text_tokens, mask, logit_scale)
         if output_dict:

@@ -358,7 +358,9 @@ class _Run:
                 f"({self.global_batch_size}); lower micro_batch_size/accumulation_steps or raise train_fraction"
             )
 
-        self.loss = HNClipTokenLoss(config.gamma, config.token_weight)
+        # Across processes the loss gathers every shard, with gradient (hnclip_core.accumulation).
+        self.loss = HNClipTokenLoss(config.gamma, config.token_weight, gather_with_grad=True, rank=self.rank,
+                                    world_size=self.world_size)
         self.frozen_caption_features = None
         if config.margin_source == "frozen" and config.gamma:
             # The frozen encoder never changes, so its caption features are computed once.

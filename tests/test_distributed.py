@@ -1,8 +1,8 @@
 """Two CPU processes (gloo) compute exactly what one process computes on the same global batch.
 
-Checked: the trainer's objectives through :func:`accumulated_losses` with gathered features (naive and cached
-accumulation, live and frozen Ḡ) under ``DistributedDataParallel`` with ``no_sync`` on all but the last
-micro-batch, as the trainer steps; ``HNClipLoss``'s own distributed path
+Checked: the trainer's objectives through :func:`accumulated_losses`, the loss gathering every process's shard
+(naive and cached accumulation, live and frozen Ḡ, L_tok's token tensors) under ``DistributedDataParallel`` with
+``no_sync`` on all but the last micro-batch, as the trainer steps; ``HNClipLoss`` as a drop-in ``ClipLoss``
 (open_clip's ``local_loss`` and ``gather_with_grad`` options); and ``torchrun -m hnclip_core train`` end to end.
 """
 
@@ -71,8 +71,10 @@ def losses_and_grads(net, parts, objective, accumulation, frozen, distributed=Fa
     net.zero_grad(set_to_none=True)
     margin = (lambda idx: frozen[idx]) if frozen is not None else None
     encode = DistributedDataParallel(BatchEncoder(net)) if distributed else partial(encode_batch, net)
-    stream = accumulated_losses(encode, net.logit_scale, parts, HNClipTokenLoss(*OBJECTIVES[objective]),
-                                accumulation, margin)
+    # as the trainer builds it: across processes the loss gathers the shards
+    world = {"rank": dist.get_rank(), "world_size": WORLD} if distributed else {}
+    loss = HNClipTokenLoss(*OBJECTIVES[objective], gather_with_grad=True, **world)
+    stream = accumulated_losses(encode, net.logit_scale, parts, loss, accumulation, margin)
     values = []
     for i in range(len(parts)):
         last = i == len(parts) - 1

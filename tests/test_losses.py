@@ -64,6 +64,14 @@ def test_token_loss_module_adds_lambda_times_the_token_term(batch):
     assert torch.equal(HNClipTokenLoss(0.0, 0.0)(images, texts, 20.0), ClipLoss()(images, texts, 20.0))
 
 
+@pytest.mark.parametrize("options", [{"local_loss": True, "gather_with_grad": True}, {"gather_with_grad": False}])
+def test_the_token_term_refuses_a_partial_gather_across_processes(options):
+    with pytest.raises(ValueError, match="gather_with_grad=True, without local_loss"):
+        HNClipTokenLoss(0.5, 1.0, rank=0, world_size=2, **options)
+    HNClipTokenLoss(0.5, 0.0, rank=0, world_size=2, **options)  # L_HN alone: open_clip's options, as ClipLoss
+    HNClipTokenLoss(0.5, 1.0, rank=0, world_size=2, gather_with_grad=True)
+
+
 def test_boosted_logits_by_hand(batch):
     images, texts = batch
     s, gamma = 30.0, 0.5
