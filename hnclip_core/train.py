@@ -161,6 +161,9 @@ class TrainConfig:
     resume: bool = _option(False, "continue the run in output_dir from its last completed epoch")
     save_state: bool = _option(True, "write the training state after every epoch (needed for resume)")
     monitor_every: int = _option(0, "gradient diagnostics of §2.4 every k optimizer steps (0 = off)")
+    monitor_gamma: float = _option(
+        0.5, "γ of the L_HN the gradient diagnostics compare with L_CLIP, whatever the run trains (§2.4: 0.5)"
+    )
     progress: bool | None = _option(None, "show progress bars (default: only on a terminal)")
 
     def __post_init__(self):
@@ -388,7 +391,7 @@ class _Run:
 
             if self.world_size > 1:
                 raise ValueError("monitor_every is not supported with several processes: measure on one")
-            self.monitor = GradientMonitor(every=config.monitor_every, gamma=config.gamma)
+            self.monitor = GradientMonitor(every=config.monitor_every, gamma=config.monitor_gamma)
 
     # ------------------------------------------------------------------ data
     def margin_features(self, indices: torch.Tensor) -> torch.Tensor | None:

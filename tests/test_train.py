@@ -90,6 +90,8 @@ def test_gradient_monitor_does_not_change_the_trajectory(tiny_checkpoint, tiny_b
     (summary,) = monitored["diagnostics"]
     assert summary["epoch"] == 1 and summary["measurements"] == 3  # 48 pairs // 16 = 3 steps
     assert 0.0 <= summary["solved_clip"] <= 1.0 and summary["cosine_mean"] == summary["cosine_mean"]
+    # an InfoNCE run (γ = 0) is still compared with the boosted loss at the monitor's γ = 0.5
+    assert summary["median_loss_hn"] > summary["median_loss_clip"]
     rows = (tmp_path / "mon" / "run" / "gradient_measurements.csv").read_text().splitlines()
     assert len(rows) == 4 and rows[0].startswith("step,epoch,loss_clip")
 

@@ -70,7 +70,8 @@ _NOT_IDENTITY = ("output_dir", "resume", "progress", "device", "num_workers", "e
 #: differ only in these share their epoch-0 (zero-shot) evaluation.
 _NOT_ZERO_SHOT = ("objective", "gamma", "token_weight", "margin_source", "logit_scale", "caption_augmentation",
                   "lr", "weight_decay", "warmup_steps", "epochs", "micro_batch_size", "accumulation_steps",
-                  "accumulation", "train_fraction", "monitor_every", "framework", "segment_file")
+                  "accumulation", "train_fraction", "monitor_every", "monitor_gamma", "framework",
+                  "segment_file")
 
 
 def objective_parameters(objective: str, gamma: float = 0.5, token_weight: float = 1.0) -> dict:
