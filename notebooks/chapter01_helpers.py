@@ -11,7 +11,8 @@ By section of ``01_caption_geometry``:
 * §3, Fig. A5: :func:`batch_caption_matrix`, :func:`off_diagonal_mean`, :func:`plot_batch_matrix` (Ḡ of one batch);
 * §4, Fig. A6C: :func:`plot_hardness_buckets` (in-batch negatives by hardness bucket);
 * §5, Fig. A1–A4: :func:`near_duplicate_pairs`, :func:`differing_phrases`, :func:`plot_near_twins`,
-  :func:`near_twin_html` (what near-twins look like, and where they differ).
+  :func:`near_twin_html` (what near-twins look like, and where they differ); :func:`plot_cameras` (the embedded
+  benchmark's scenes through the pretraining world's camera and through its own).
 
 The figures are plain :class:`matplotlib.figure.Figure` objects (no pyplot), shown with
 :func:`hnclip_core.replication.plots.show`.
@@ -34,11 +35,12 @@ from matplotlib.figure import Figure
 
 from hnclip_core.losses import caption_margin
 from hnclip_core.replication.geometry import CaptionGeometry, InBatchHardness, caption_similarity_stats
+from hnclip_core.toy.synthetic import render_scene
 
 __all__ = [
     "STOPWORDS", "NearDuplicate", "batch_caption_matrix", "off_diagonal_mean", "content_words",
     "near_duplicate_pairs", "differing_phrases", "plot_caption_similarity", "plot_batch_matrix",
-    "plot_hardness_buckets", "plot_near_twins", "near_twin_html",
+    "plot_hardness_buckets", "plot_near_twins", "near_twin_html", "plot_cameras",
 ]
 
 #: English function words left out when comparing captions' content words (App. A.3, Fig. A1–A4
@@ -389,3 +391,24 @@ def near_twin_html(pair: NearDuplicate, captions: Sequence[str]) -> str:
     blocks = [f"<p><b>caption {index}</b>: {' '.join(marked)}</p>" for index, marked in
               ((pair.i, marked_i), (pair.j, marked_j))]
     return f"<div><p>cosine {pair.similarity:.3f}</p>{''.join(blocks)}</div>"
+
+
+def plot_cameras(examples: Sequence, camera_name: str, camera) -> Figure:
+    """The embedded benchmark's ``examples`` (:class:`hnclip_core.toy.SyntheticExample`) twice: as the toy's
+    pretraining world shows a scene (the plain rendering) and as the benchmark's ``camera`` photographed it."""
+    fig = Figure(figsize=(1.7 * len(examples), 3.9))
+    axes = fig.subplots(2, len(examples), squeeze=False)
+    for column, example in enumerate(examples):
+        rows = ((render_scene(example.scene, example.image.width), "pretraining world (plain)"),
+                (example.image, f"benchmark ({camera_name})"))
+        for row, (image, label) in enumerate(rows):
+            ax = axes[row][column]
+            ax.imshow(image)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if column == 0:
+                ax.set_ylabel(label, fontsize=8)
+    fig.suptitle(f"One scene, two cameras: {camera_name} = cast {camera.cast:g}, noise σ {camera.noise:g}, "
+                 f"blur {camera.blur:g} px", fontsize=9)
+    fig.tight_layout()
+    return fig

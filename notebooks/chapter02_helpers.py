@@ -954,7 +954,8 @@ def reading_the_dynamics(zero_shot_solved: float, diagnostics: list[dict], histo
     power = lambda x: "10" + str(round(math.log10(x))).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))  # noqa: E731
     text.append(f"The boosted gradient is {span(ratios, '.3g')} times larger than InfoNCE's (per-epoch median), "
                 f"{place} the paper's range {power(ratio_low)}–{power(ratio_high)}, "
-                + ("and nearly orthogonal to it" if max(abs(c) for c in cosines) < 0.2 else "with")
+                + ("and nearly orthogonal to it" if max(abs(c) for c in cosines) < 0.2
+                   else "and partly aligned with it")
                 + f" (mean cosine {span(cosines, '.2f')}; the paper: mean {paper['cosine_mean']:.2f} in Fig. 4, "
                 f"median {paper['cosine_median']:.2f} in Fig. A8).")
     text.append(f"Panel (d): held-out average R@1 goes from {before:.1f} (zero-shot) to {after:.1f} after "

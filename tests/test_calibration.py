@@ -1,6 +1,7 @@
 """Calibration (calibration.py, ``calibrate``): it records runs and judges nothing; its checks are the scorecard's
 calibration view (their rules are tested in test_scorecard.py)."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -11,6 +12,7 @@ from hnclip_core.replication import calibration
 from hnclip_core.replication.cli import main
 from hnclip_core.replication.scorecard import CALIBRATION
 from hnclip_core.toy.model import TOY_FINETUNE
+from hnclip_core.toy.synthetic import SyntheticConfig
 from hnclip_core.train import TrainConfig
 
 COMMITTED = Path(__file__).resolve().parent.parent / "results" / "calibration.json"
@@ -42,6 +44,7 @@ def test_run_calibration_records_runs_and_judges_nothing(monkeypatch, tmp_path):
     written = json.loads(output.read_text())
     assert written == json.loads(json.dumps(results, default=float)) and "checks" not in written
     assert [set(run) for run in written["runs"]] == [{"seed", "clip", "hn+tok"}] * 3
+    assert written["benchmark"] == dataclasses.asdict(SyntheticConfig())  # which camera, families and seed
     assert "run_dir" not in written["runs"][0]["clip"] and written["runs"][2]["clip"]["last"]["epoch"] == 2
     verdicts = calibration.recheck(output)
     assert [v.claim_id for v in verdicts] == [c.id for c in CALIBRATION]
@@ -58,7 +61,8 @@ def test_calibrate_recheck_prints_the_view_and_leaves_the_file(tmp_path, capsys)
     assert main(["calibrate", "--recheck", "--output", str(path)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert [c["check"] for c in printed] == [c.text for c in CALIBRATION]
-    assert {c["check"]: c["verdict"] for c in printed}[CALIBRATION[0].text] == "reproduced"  # a strong initialisation
+    expected = {v.text: v.status for v in calibration.recheck(COMMITTED)}
+    assert {c["check"]: c["verdict"] for c in printed} == expected
     assert path.read_bytes() == COMMITTED.read_bytes()
 
 

@@ -27,7 +27,7 @@ from .geometry import caption_similarity_stats, encode_captions, in_batch_hardne
 from .scorecard import Verdict, calibration_view
 from .tidy import read_results
 
-__all__ = ["caption_geometry_of", "recheck", "run_calibration", "zero_shot_regime_of"]
+__all__ = ["caption_geometry_of", "recheck", "run_calibration", "synthetic_benchmark_of", "zero_shot_regime_of"]
 
 
 def caption_geometry_of(config: TrainConfig, split: str = "test", progress: bool = False) -> dict:
@@ -41,20 +41,27 @@ def caption_geometry_of(config: TrainConfig, split: str = "test", progress: bool
     return geometry
 
 
-def zero_shot_regime_of(config: TrainConfig) -> dict:
-    """:func:`hnclip_core.toy.regime.zero_shot_regime` of the initial model of ``config`` on its synthetic benchmark
-    (the default one, or the one in ``config.data_root``, regenerated from the config recorded there)."""
-    from ..toy.regime import benchmark_tensors, zero_shot_regime
+def synthetic_benchmark_of(config: TrainConfig):
+    """The :class:`hnclip_core.toy.synthetic.SyntheticConfig` that ``config`` trains on: the default one, or the one
+    recorded in ``config.data_root``."""
     from ..toy.synthetic import SyntheticConfig, read_config_record
 
     if config.dataset != "synthetic":
         raise ValueError("the zero-shot regime needs the synthetic benchmark's families")
-    benchmark = SyntheticConfig()
-    if config.data_root is not None:
-        record = read_config_record(Path(config.data_root))
-        if record is None:
-            raise ValueError(f"{config.data_root} holds no synthetic benchmark record (config.json)")
-        benchmark = SyntheticConfig(**record["config"])
+    if config.data_root is None:
+        return SyntheticConfig()
+    record = read_config_record(Path(config.data_root))
+    if record is None:
+        raise ValueError(f"{config.data_root} holds no synthetic benchmark record (config.json)")
+    return SyntheticConfig(**record["config"])
+
+
+def zero_shot_regime_of(config: TrainConfig) -> dict:
+    """:func:`hnclip_core.toy.regime.zero_shot_regime` of the initial model of ``config`` on its synthetic benchmark
+    (:func:`synthetic_benchmark_of`)."""
+    from ..toy.regime import benchmark_tensors, zero_shot_regime
+
+    benchmark = synthetic_benchmark_of(config)
     model, _, tokenizer = load_longclip(config.checkpoint)
     return zero_shot_regime(model, benchmark_tensors("train", benchmark), benchmark_tensors("test", benchmark),
                             tokenizer)
@@ -88,6 +95,7 @@ def run_calibration(
         runs.append({"seed": seed, **per_objective})
     results = {
         "base_config": portable_paths(asdict(base)),  # the checkpoint by file name and SHA-256
+        "benchmark": asdict(synthetic_benchmark_of(base)),  # its camera, families and seed
         "seeds": list(seeds),
         "geometry": geometry,
         "zero_shot_regime": regime,

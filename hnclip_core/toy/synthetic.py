@@ -170,7 +170,8 @@ class SyntheticConfig:
         max_objects: Most shapes in a scene (≤ 9, one per grid cell).
         caption_style: Which caption becomes ``description`` / ``SyntheticExample.caption``:
             ``"dense"``, ``"dense-alt"`` or ``"short"``. All three are kept in the metadata.
-        camera: Which of :data:`CAMERAS` photographs the images (``"plain"``: as rendered).
+        camera: Which of :data:`CAMERAS` photographs the images: ``"warm"`` (the default) is a shift from the
+            plain camera the toy was pretrained through, which ``"plain"`` (as rendered) reproduces.
     """
 
     seed: int = 0
@@ -182,7 +183,7 @@ class SyntheticConfig:
     min_objects: int = 3
     max_objects: int = 5
     caption_style: str = "dense"
-    camera: str = "plain"
+    camera: str = "warm"
 
     def __post_init__(self) -> None:
         if self.caption_style not in CAPTION_STYLES:
