@@ -89,6 +89,10 @@ notebooks: $(STAMP)
 	done
 	$(BIN)/python -m hnclip_core.replication.committed trained-numbers $(NOTEBOOKS_OUTPUT) > results/chapter_numbers.json
 	cp $(NOTEBOOKS_OUTPUT)/scorecard.json results/scorecard.json
+	cp $(NOTEBOOKS_OUTPUT)/figures/convergence.png $(NOTEBOOKS_OUTPUT)/figures/margin_annealing.png docs/figures/
+	cp $(NOTEBOOKS_OUTPUT)/figures/02_real_batches.png docs/figures/real_batches.png
+	cp $(NOTEBOOKS_OUTPUT)/figures/02_gradient_dynamics.png docs/figures/gradient_dynamics.png
+	cp $(NOTEBOOKS_OUTPUT)/figures/05_plug_and_play.png docs/figures/plug_and_play.png
 	$(MAKE) docs
 	$(BIN)/python -m hnclip_core.replication.committed drop-widget-views notebooks/*.ipynb
 	$(BIN)/nbstripout --keep-output --keep-count --extra-keys "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.widgets" notebooks/*.ipynb
