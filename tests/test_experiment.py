@@ -9,6 +9,7 @@ import torch
 from hnclip_core.replication import experiment as experiment_module
 from hnclip_core.replication.experiment import Experiment, run_directory
 from hnclip_core.toy import TOY_FINETUNE
+from hnclip_core.toy.synthetic import SyntheticConfig
 from hnclip_core.train import TrainConfig
 
 
@@ -71,6 +72,16 @@ def test_run_directory_depends_on_what_the_run_computes_only(monkeypatch):
     # a new version of the run cache trains every run anew
     monkeypatch.setattr(experiment_module, "RUN_CACHE_VERSION", experiment_module.RUN_CACHE_VERSION + 1)
     assert run_directory("runs", settings()) != base
+
+
+def test_a_new_default_benchmark_trains_the_runs_that_read_it_by_name_anew(monkeypatch, tmp_path):
+    """A run of the synthetic benchmark without a data root reads SyntheticConfig()'s benchmark: when a default of it
+    changes (the camera), the run is another run; a run with its own data root is not affected."""
+    by_name = run_directory("runs", settings(dataset="synthetic"))
+    rooted = run_directory("runs", settings(dataset="synthetic", data_root=str(tmp_path)))
+    monkeypatch.setattr(experiment_module, "SyntheticConfig", lambda: SyntheticConfig(camera="plain"))
+    assert run_directory("runs", settings(dataset="synthetic")) != by_name
+    assert run_directory("runs", settings(dataset="synthetic", data_root=str(tmp_path))) == rooted
 
 
 def test_run_is_load_or_train_and_resumes_an_interrupted_run(tiny_checkpoint, tiny_benchmark, tmp_path, monkeypatch):

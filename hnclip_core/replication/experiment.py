@@ -43,6 +43,7 @@ from ..files import config_digest, write_text_atomically
 from ..frameworks import ADAPTER_LR, build_framework
 from ..longclip import load_longclip
 from ..toy import register_datasets
+from ..toy.synthetic import SyntheticConfig, config_hash
 from ..train import STATE_FILE, TrainConfig, check_field_types, recall_row, resolve_device, train
 from .plots import save_figure
 
@@ -94,11 +95,22 @@ def _write_json(path: Path, data, indent: int = 2) -> None:
     write_text_atomically(path, json.dumps(data, indent=indent, default=float))
 
 
+def _default_benchmark(settings: dict) -> str | None:
+    """The hash of the synthetic benchmark a run reads by name alone (no data root), whose defaults (its camera) can
+    change while the settings stay the same; None when the run names no such benchmark."""
+    by_name = ((settings["dataset"], settings["data_root"]),
+               (settings.get("eval_dataset"), settings.get("eval_data_root")))
+    if any(name and name.startswith("synthetic") and root is None for name, root in by_name):
+        return config_hash(SyntheticConfig())
+    return None
+
+
 def _identity(settings: dict) -> dict:
-    """The part of a run's settings (training config plus objective and framework) that decides what it computes."""
+    """The part of a run's settings (training config plus objective and framework) that decides what it computes,
+    with the default synthetic benchmark's hash where the run reads it by name."""
     identity = {k: v for k, v in settings.items() if k not in _NOT_IDENTITY}
     identity["eval_ks"] = list(identity["eval_ks"])
-    return {**identity, "cache_version": RUN_CACHE_VERSION}
+    return {**identity, "default_benchmark": _default_benchmark(settings), "cache_version": RUN_CACHE_VERSION}
 
 
 def _zero_shot_identity(settings: dict) -> dict:
