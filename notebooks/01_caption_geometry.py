@@ -55,6 +55,7 @@ import math
 import torch
 from chapter01_helpers import (
     batch_caption_matrix,
+    camera_parts,
     differing_phrases,
     near_duplicate_pairs,
     near_twin_html,
@@ -325,13 +326,14 @@ display(Markdown(
 
 # %% [markdown] tags=[]
 # The embedded benchmark is photographed: the toy was pretrained on plain renderings of its kind of scene, and the
-# benchmark's camera adds a colour cast, sensor noise and a slight blur. What a scene holds, and every caption, stay
-# the same. The shift costs the zero-shot model retrieval accuracy that fine-tuning can win back (chapter 3);
+# benchmark's camera changes how the pixels look. What a scene holds, and every caption, stay the same. The shift
+# costs the zero-shot model retrieval accuracy and gives fine-tuning something to learn (chapter 3);
 # `camera="plain"` in `hnclip_core.toy.SyntheticConfig` removes it.
 
 # %% tags=[]
 if dataset == "synthetic":
     benchmark = SyntheticConfig()
+    display(Markdown(f"The benchmark's camera, `{benchmark.camera}`, adds {camera_parts(CAMERAS[benchmark.camera])}."))
     first_of_families = list(itertools.islice(iter_examples(benchmark, "test"), 0, 4 * benchmark.family_size,
                                               benchmark.family_size))
     fig = plot_cameras(first_of_families, benchmark.camera, CAMERAS[benchmark.camera])

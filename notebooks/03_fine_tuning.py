@@ -22,9 +22,9 @@
 # Everything else — data, batches, optimiser, schedule, seed — is identical; only the loss changes. The
 # paper's recipe (§3.1) is AdamW at lr 2e-6, cosine schedule with warm-up, effective batch 128 (16 × 8
 # gradient accumulation) and 10 epochs on Long-CLIP-L. The embedded default keeps the batch layout and
-# schedule, but uses the toy model's learning-rate preset (`TOY_FINETUNE`, chosen by the sweep in
-# `results/README.md`; the setup cell prints it) and 3 epochs so that the chapter runs in a few minutes on a
-# laptop CPU.
+# schedule, but uses the toy model's learning-rate preset (`TOY_FINETUNE`: the rate at which InfoNCE, the
+# baseline, ends best in the sweep in `results/README.md`, so that HN-CLIP is compared with InfoNCE at its best;
+# the setup cell prints it) and 3 epochs so that the chapter runs in a few minutes on a laptop CPU.
 #
 # Runs are cached: a second execution with the same parameters reads the stored results instead of training
 # again (the run folders are under `output_dir/runs/`).

@@ -40,7 +40,7 @@ from hnclip_core.toy.synthetic import render_scene
 __all__ = [
     "STOPWORDS", "NearDuplicate", "batch_caption_matrix", "off_diagonal_mean", "content_words",
     "near_duplicate_pairs", "differing_phrases", "plot_caption_similarity", "plot_batch_matrix",
-    "plot_hardness_buckets", "plot_near_twins", "near_twin_html", "plot_cameras",
+    "plot_hardness_buckets", "plot_near_twins", "near_twin_html", "plot_cameras", "camera_parts",
 ]
 
 #: English function words left out when comparing captions' content words (App. A.3, Fig. A1–A4
@@ -393,6 +393,17 @@ def near_twin_html(pair: NearDuplicate, captions: Sequence[str]) -> str:
     return f"<div><p>cosine {pair.similarity:.3f}</p>{''.join(blocks)}</div>"
 
 
+def camera_parts(camera) -> str:
+    """What ``camera`` (:class:`hnclip_core.toy.synthetic.Camera`) does to a rendering, in words: only its non-zero
+    parts."""
+    parts = [f"a {100 * camera.cast:g} % warm colour cast"] if camera.cast else []
+    parts += [f"sensor noise of σ {camera.noise:g} levels"] if camera.noise else []
+    parts += [f"a blur of {camera.blur:g} px"] if camera.blur else []
+    if not parts:
+        return "nothing: the rendering as it is"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 def plot_cameras(examples: Sequence, camera_name: str, camera) -> Figure:
     """The embedded benchmark's ``examples`` (:class:`hnclip_core.toy.SyntheticExample`) twice: as the toy's
     pretraining world shows a scene (the plain rendering) and as the benchmark's ``camera`` photographed it."""
@@ -408,7 +419,6 @@ def plot_cameras(examples: Sequence, camera_name: str, camera) -> Figure:
             ax.set_yticks([])
             if column == 0:
                 ax.set_ylabel(label, fontsize=8)
-    fig.suptitle(f"One scene, two cameras: {camera_name} = cast {camera.cast:g}, noise σ {camera.noise:g}, "
-                 f"blur {camera.blur:g} px", fontsize=9)
+    fig.suptitle(f"One scene, two cameras: {camera_name} = {camera_parts(camera)}", fontsize=9)
     fig.tight_layout()
     return fig

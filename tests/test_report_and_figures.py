@@ -21,6 +21,7 @@ from hnclip_core.replication.report import geometry_table, recall_table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 
 from chapter01_helpers import (  # noqa: E402
+    camera_parts,
     differing_phrases,
     near_duplicate_pairs,
     near_twin_html,
@@ -61,6 +62,16 @@ def test_differing_phrases_is_a_word_level_diff():
     b = "a small red star on the left and a large blue ring"
     assert differing_phrases(a, b) == (["large", "small"], ["small", "large"])
     assert differing_phrases(a, a) == ([], [])
+
+
+def test_a_camera_is_described_by_what_it_does():
+    from hnclip_core.toy.synthetic import CAMERAS, Camera
+
+    assert camera_parts(CAMERAS["plain"]) == "nothing: the rendering as it is"
+    assert camera_parts(Camera(cast=0.16)) == "a 16 % warm colour cast"
+    assert camera_parts(Camera(cast=0.2, noise=6.0, blur=0.4)) == (
+        "a 20 % warm colour cast, sensor noise of σ 6 levels and a blur of 0.4 px")
+    assert camera_parts(Camera(blur=1.0)) == "a blur of 1 px"
 
 
 def test_rank_changes_and_retrieval_examples():

@@ -144,8 +144,14 @@ class Camera:
 
 #: The colour a camera's cast pulls pixels towards (a warm, tungsten-like light).
 WARM_CAST = (255, 200, 140)
-#: Named cameras of :attr:`SyntheticConfig.camera`.
-CAMERAS = {"plain": Camera(), "warm": Camera(cast=0.2, noise=6.0, blur=0.4)}
+#: Named cameras of :attr:`SyntheticConfig.camera`. ``tungsten`` (the default) is the strongest cast that keeps the
+#: shipped toy in the paper's regime (≥ 50 % of random micro-batches solved, ≥ 80 % of errors on near-twins) while
+#: leaving fine-tuning something to learn; ``warm`` is a stronger shift that does not keep it (``results/README.md``).
+CAMERAS = {
+    "plain": Camera(),
+    "tungsten": Camera(cast=0.16),
+    "warm": Camera(cast=0.2, noise=6.0, blur=0.4),
+}
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -170,7 +176,7 @@ class SyntheticConfig:
         max_objects: Most shapes in a scene (≤ 9, one per grid cell).
         caption_style: Which caption becomes ``description`` / ``SyntheticExample.caption``:
             ``"dense"``, ``"dense-alt"`` or ``"short"``. All three are kept in the metadata.
-        camera: Which of :data:`CAMERAS` photographs the images: ``"warm"`` (the default) is a shift from the
+        camera: Which of :data:`CAMERAS` photographs the images: ``"tungsten"`` (the default) is a shift from the
             plain camera the toy was pretrained through, which ``"plain"`` (as rendered) reproduces.
     """
 
@@ -183,7 +189,7 @@ class SyntheticConfig:
     min_objects: int = 3
     max_objects: int = 5
     caption_style: str = "dense"
-    camera: str = "warm"
+    camera: str = "tungsten"
 
     def __post_init__(self) -> None:
         if self.caption_style not in CAPTION_STYLES:
