@@ -30,7 +30,7 @@ from chapter01_helpers import (  # noqa: E402
     plot_hardness_buckets,
     plot_near_twins,
 )
-from chapter03_helpers import plot_retrievals, plot_training_losses  # noqa: E402
+from chapter03_helpers import plot_retrievals, plot_training_losses, reading_the_convergence  # noqa: E402
 
 
 def metrics_row(epoch, value):
@@ -72,6 +72,18 @@ def test_a_camera_is_described_by_what_it_does():
     assert camera_parts(Camera(cast=0.2, noise=6.0, blur=0.4)) == (
         "a 20 % warm colour cast, sensor noise of σ 6 levels and a blur of 0.4 px")
     assert camera_parts(Camera(blur=1.0)) == "a blur of 1 px"
+
+
+def test_the_convergence_reading_states_the_leads_and_leaves_the_verdict_to_the_seed_spread():
+    def run(*values):
+        return {"history": [metrics_row(epoch, value) for epoch, value in enumerate(values)]}
+
+    text = reading_the_convergence({"clip": run(50.0, 55.0, 56.0), "hn+tok": run(50.0, 55.1, 56.7)}, "clip", "hn+tok")
+    assert "ahead of InfoNCE in every epoch, in both retrieval directions (+0.1, +0.7 points" in text
+    assert "claim holds" not in text and text.endswith("against the seed spread σ in chapter 5.")
+    behind = reading_the_convergence({"clip": run(50.0, 55.0, 56.0), "hn+tok": run(50.0, 54.0, 56.0)}, "clip",
+                                     "hn+tok")
+    assert "HN-CLIP is not ahead of InfoNCE in any epoch (-1.0, +0.0 points" in behind
 
 
 def test_rank_changes_and_retrieval_examples():
