@@ -399,7 +399,9 @@ if strong is not None:
         ("The toy starts where the paper's diagnosis starts" if strong.status == "reproduced" else
          "The toy misses its design target of a strong initialisation")
         + f": before any fine-tuning {100 * regime['solved_share']:.0f} % of random micro-batches are already solved "
-        f"for InfoNCE and {100 * regime['twin_error_share']:.0f} % of its T→I retrieval errors are near-twins.")
+        f"for InfoNCE, {100 * regime['twin_error_share']:.0f} % of its T→I retrieval errors are near-twins and "
+        f"{100 * regime['own_family_top1']:.0f} % of its top-1 images lie in the query's own family"
+        + ("." if strong.status == "reproduced" else f" (short of the target: {strong.explanation})."))
 
 # The diagnosis: saturation, the boosted loss and its gradient (chapter 2, the calibration)
 monitored = results.having("measurements", "median_grad_ratio").where(epoch=lambda e: e >= 1)
