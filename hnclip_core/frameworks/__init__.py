@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from ..toy.synthetic import SYNTHETIC_DATASETS
 from .adapters import ADAPTER_LR, AdapterFramework
 from .augment import CaptionAugmentation
 from .base import Framework, TrainingView
@@ -73,7 +74,7 @@ def _segments(name: str, pairs, dataset: str, segment_file: str | None):
 
     if segment_file is not None:
         return segments_for_pairs(pairs, read_goal_segments(segment_file), segment_file)
-    if dataset in ("synthetic", "synthetic-alt") and pairs:
+    if dataset in SYNTHETIC_DATASETS and pairs:
         root = pairs[0].image_path.parent.parent
         return segments_for_pairs(pairs, read_synthetic_segments(root), root)
     if name == "goal":

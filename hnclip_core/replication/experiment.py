@@ -43,7 +43,7 @@ from ..files import config_digest, write_text_atomically
 from ..frameworks import ADAPTER_LR, build_framework
 from ..longclip import load_longclip
 from ..toy import register_datasets
-from ..toy.synthetic import SyntheticConfig, config_hash
+from ..toy.synthetic import SYNTHETIC_DATASETS, SyntheticConfig, config_hash
 from ..train import STATE_FILE, TrainConfig, check_field_types, recall_row, resolve_device, train
 from .plots import save_figure
 
@@ -100,7 +100,7 @@ def _default_benchmark(settings: dict) -> str | None:
     change while the settings stay the same; None when the run names no such benchmark."""
     by_name = ((settings["dataset"], settings["data_root"]),
                (settings.get("eval_dataset"), settings.get("eval_data_root")))
-    if any(name and name.startswith("synthetic") and root is None for name, root in by_name):
+    if any(name in SYNTHETIC_DATASETS and root is None for name, root in by_name):
         return config_hash(SyntheticConfig())
     return None
 

@@ -977,8 +977,12 @@ def load_synthetic_pairs(root: Path | None, split: str, caption_style: str = "de
     return load_docci_pairs(ensure_synthetic_benchmark(root), split)
 
 
+#: The embedded benchmark's dataset names, with the caption style each reads.
+SYNTHETIC_DATASETS = {"synthetic": "dense", "synthetic-alt": "dense-alt"}
+
+
 def register_datasets() -> None:
-    """Make ``synthetic`` and ``synthetic-alt`` dataset names of :func:`hnclip_core.data.load_pairs` (calling it
-    again changes nothing). Their data root may be None: the benchmark is then built in the cache."""
-    register_dataset("synthetic", SPLITS, partial(load_synthetic_pairs, caption_style="dense"))
-    register_dataset("synthetic-alt", SPLITS, partial(load_synthetic_pairs, caption_style="dense-alt"))
+    """Make :data:`SYNTHETIC_DATASETS` dataset names of :func:`hnclip_core.data.load_pairs` (calling it again changes
+    nothing). Their data root may be None: the benchmark is then built in the cache."""
+    for name, caption_style in SYNTHETIC_DATASETS.items():
+        register_dataset(name, SPLITS, partial(load_synthetic_pairs, caption_style=caption_style))
