@@ -32,6 +32,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from chapter05_helpers import reading_the_frontier
 from IPython.display import Markdown, display
 
 from hnclip_core.replication import ablations as studies
@@ -179,20 +180,11 @@ display(Markdown(markdown_table(["design target", "target", "measured", "met?"],
 
 # %% [markdown]
 # ### What the toy cannot show, and why
-# Three of the paper's conditions stay out of the toy's reach; `results/README.md` records what was tried for each.
-#
-# * **Crowded captions.** Long-CLIP's caption embeddings share a large common direction, with the image–text margins
-#   in what is left across a modality gap; the toy's spread over the sphere. A common direction built into the toy's
-#   outputs (its final LayerNorm biases) crowds the captions as DOCCI's are, but shrinks the image–text margins with
-#   it, and random batches stop being solved. Crowding and saturation together would need a toy pretrained with
-#   that geometry.
-# * **A boost that acts on every negative.** With uncrowded captions Ḡ is near zero for almost every negative, so
-#   L_HN acts on the near-twins only, and a near-twin rarely shares a random micro-batch with its caption (chapter 1):
-#   the boost has less to work with than on DOCCI, where every negative carries a large margin.
-# * **A neutral token term.** The toy was pretrained with global losses only, so its word tokens and image patches
-#   are not aligned. L_tok has to align them from scratch in a few dozen steps and pulls against L_HN; a temperature
-#   of its own for the token term does not change that. The L_HN column above and the components study (section
-#   6(b)) show what it costs.
+# Each condition of the paper's story whose design target the calibration misses, with the numbers that miss it
+# (rendered from `results/calibration.json`: the section changes with the toy).
+
+# %%
+display(Markdown(reading_the_frontier(calibration_view(results), calibration)))
 
 # %% [markdown]
 # ## 6. The ablation studies at full scale (`make ablations`)

@@ -38,12 +38,13 @@ def test_run_calibration_records_runs_and_judges_nothing(monkeypatch, tmp_path):
                                                                                       "mean_hardest": 0.93})
     monkeypatch.setattr(calibration, "zero_shot_regime_of", lambda config: {
         "solved_share": 0.6, "twin_error_share": 0.85, "own_family_top1": 0.97})
+    monkeypatch.setattr(calibration, "token_alignment_of", lambda config: {"token_t2i_top1": 0.5})
     base = TrainConfig.from_dict({"checkpoint": "toy.pt", "dataset": "synthetic", "epochs": 2})
     output = tmp_path / "calibration.json"
-    results = calibration.run_calibration(base, seeds=(0, 1, 2), output=output, objectives=("clip", "hn+tok"))
+    results = calibration.run_calibration(base, seeds=(0, 1, 2), output=output)
     written = json.loads(output.read_text())
     assert written == json.loads(json.dumps(results, default=float)) and "checks" not in written
-    assert [set(run) for run in written["runs"]] == [{"seed", "clip", "hn+tok"}] * 3
+    assert [set(run) for run in written["runs"]] == [{"seed", "clip", "hn", "hn+tok"}] * 3
     assert written["benchmark"] == dataclasses.asdict(SyntheticConfig())  # which camera, families and seed
     assert "run_dir" not in written["runs"][0]["clip"] and written["runs"][2]["clip"]["last"]["epoch"] == 2
     verdicts = calibration.recheck(output)

@@ -69,6 +69,11 @@ def test_pretrain_toy_variants_change_only_what_they_name():
     grounded = toy_recipe(parser.parse_args(["pretrain-toy", "--long-detail-rate", "0.1"]))
     assert (grounded.stage_detail_rate(1), grounded.stage_detail_rate(2)) == (1.0, 0.1)
     assert (gap.stage_detail_rate(1), gap.stage_detail_rate(2)) == (0.1, 0.1)
+    args = parser.parse_args(["pretrain-toy", "--token-steps", "300", "--token-weight", "0.3", "--continue-from",
+                              "base.pt"])
+    tokens = toy_recipe(args)
+    assert (tokens.token_steps, tokens.token_weight, args.continue_from) == (300, 0.3, "base.pt")
+    assert tokens.without_token_stage() == TOY_RECIPE.without_token_stage()
 
 
 def test_a_harness_command_without_the_lab_extra_names_it():

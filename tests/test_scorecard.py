@@ -91,13 +91,17 @@ def throughput(hn_slowest, goal_fastest, structxlip_fastest=20.0):
             speed("structxlip", "clip", 15.0, structxlip_fastest)]
 
 
-def calibration(hn_last, clip_last=(55.0, 55.5, 56.0), zero=40.0, similarity=0.7, losses=(0.5, 0.3), **regime):
+def calibration(hn_last, clip_last=(55.0, 55.5, 56.0), zero=40.0, similarity=0.7, losses=(0.5, 0.3),
+                boost_last=None, **regime):
     """The calibration's rows: its initial model (zero-shot regime) and, per seed, InfoNCE and HN-CLIP (training
-    losses ``losses`` in epochs 1 and 3)."""
+    losses ``losses`` in epochs 1 and 3), and L_HN alone where ``boost_last`` is given."""
     initial = {"solved_share": 0.6, "twin_error_share": 0.85, "own_family_top1": 0.97, **regime}
     rows = [row("calibration", epoch=0, run="calibration.json:initial model", **initial)]
-    for seed, (hn, clip) in enumerate(zip(hn_last, clip_last, strict=True)):
-        for objective, last in (("hn+tok", hn), ("clip", clip)):
+    boost_last = boost_last or (None,) * len(hn_last)
+    for seed, (hn, clip, boost) in enumerate(zip(hn_last, clip_last, boost_last, strict=True)):
+        for objective, last in (("hn+tok", hn), ("clip", clip), ("hn", boost)):
+            if last is None:
+                continue
             rows += [row("calibration", epoch=0, seed=seed, objective=objective, **r1(zero)),
                      row("calibration", epoch=1, seed=seed, objective=objective, caption_mean_similarity=similarity,
                          train_loss=losses[0], **r1((zero + last) / 2)),
@@ -168,6 +172,10 @@ CASES = {
                           calibration((59, 59.5, 60), zero=50.0)),  # InfoNCE's least gain exactly 5
     "hn_clip_gain": (calibration((59, 59.5, 60)), calibration((59, 59.5, 56.5)),  # seed 2: +0.5 only
                      calibration((57, 57.5, 58))),  # a gain of exactly 2 at every seed
+    # σ of these rows: 0.5 (each method's three seeds are 0.5 apart)
+    "token_term_neutral": (calibration((59, 59.5, 60), boost_last=(59.2, 59.7, 60.2)),  # −0.2: within σ
+                           calibration((59, 59.5, 60), boost_last=(60.2, 60.7, 61.2)),  # −1.2 at every seed
+                           calibration((59, 59.5, 60), boost_last=(59.5, 60, 60.5))),  # exactly −σ
 }
 
 ALL_CLAIMS = {c.id: c for c in (*CLAIMS, *CALIBRATION)}
@@ -180,7 +188,7 @@ def verdict(claim_id, rows):
 
 def test_every_claim_has_its_cases_and_states_its_rule():
     assert set(CASES) == set(ALL_CLAIMS)
-    assert len(CLAIMS) == 20 and len(CALIBRATION) == 7
+    assert len(CLAIMS) == 20 and len(CALIBRATION) == 8
     for claim in ALL_CLAIMS.values():
         assert claim.text and claim.reference and claim.rule and claim.why
 
@@ -258,7 +266,7 @@ def test_steps_stand_in_for_micro_batches_where_a_monitor_did_not_record_them():
 
 
 def test_the_calibration_view_judges_the_calibrations_rows_only():
-    rows = calibration((59, 59.5, 60)) + [
+    rows = calibration((59, 59.5, 60), boost_last=(59, 59.5, 60)) + [
         row("calibration", epoch=0, run="calibration.json:initial model", mean_pairwise=0.85, mean_hardest=0.93)]
     for r in diag(median_grad_ratio=[1e3, 1e4]):
         rows.append({**r, "study": "calibration", "run": "calibration.json:seed 0/hn+tok", "seed": 0,

@@ -22,6 +22,7 @@ def test_shipped_toy_matches_its_record_and_loads_strictly():
     assert hashlib.sha256(path.read_bytes()).hexdigest() == record["sha256"]
     assert record["recipe"] == TOY_RECIPE.as_dict() and record["recipe_digest"] == TOY_RECIPE.digest()
     assert len(record["long_stage_losses"]) == TOY_RECIPE.long_steps
+    assert len(record.get("token_stage_losses", [])) == TOY_RECIPE.token_steps
     model, _, tokenizer = load_longclip(path)  # strict: a missing or extra tensor raises
     assert tokenizer.context_length == LONG_CONTEXT
     assert all(p.dtype == torch.float32 for p in model.parameters())
@@ -168,3 +169,23 @@ def test_token_alignment_measures_both_rankings_and_leaves_the_model_as_it_was(t
     assert reading["grad_norm_ratio"] > 0 and -1 <= reading["grad_cosine"] <= 1 and reading["loss_tok"] > 0
     assert all(p.grad is None for p in model.parameters())
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_the_token_stage_continues_a_toy_of_the_first_two_stages_as_a_run_from_scratch_would(tmp_path):
+    tokens = dataclasses.replace(MICRO, token_steps=2, token_weight=0.3, token_warmup_steps=1)
+    assert tokens.without_token_stage() == MICRO and tokens.digest() != MICRO.digest()
+    scratch = pretrain(tokens, tmp_path / "scratch.pt", save_every=1, progress=False)
+    report = json.loads(scratch.with_suffix(".json").read_text())
+    assert len(report["token_stage_losses"]) == 2 and all(len(pair) == 2 for pair in report["token_stage_losses"])
+    # the first two stages alone, then the token stage from their file (as from the toy shipped before it)
+    base = pretrain(MICRO, tmp_path / "base.pt", progress=False)
+    continued = pretrain(tokens, tmp_path / "continued.pt", progress=False, continue_from=base)
+    first, second = _weights(scratch), _weights(continued)
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert json.loads(continued.with_suffix(".json").read_text())["continued_from"]["file"] == "base.pt"
+    held, before = load_longclip(continued)[0].logit_scale, load_longclip(base)[0].logit_scale
+    assert torch.equal(held, before)  # s is held through the token stage
+    moved = _weights(base)
+    assert any(not torch.equal(moved[k], second[k]) for k in moved)
+    with pytest.raises(ValueError, match="stages 1–2"):
+        pretrain(dataclasses.replace(tokens, seed=1), tmp_path / "other.pt", progress=False, continue_from=base)

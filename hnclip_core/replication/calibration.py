@@ -4,7 +4,7 @@ The toy (:mod:`hnclip_core.toy.model`) should behave like Long-CLIP-L on DOCCI i
 rests on (arXiv 2608.18521 §2.1, §2.4, Fig. 4, Table 1, Table A1). :func:`run_calibration` measures what that takes
 — the zero-shot regime and caption geometry of the initial model, and InfoNCE and HN-CLIP fine-tuned with the
 gradient monitor on, at every seed — and writes it to ``results/calibration.json``. It judges nothing: the
-seven design targets are claims of the scorecard, judged over the same tidy table as the paper's
+eight design targets are claims of the scorecard, judged over the same tidy table as the paper's
 (:data:`hnclip_core.replication.scorecard.CALIBRATION`, :func:`recheck`).
 """
 
@@ -27,7 +27,8 @@ from .geometry import caption_similarity_stats, encode_captions, in_batch_hardne
 from .scorecard import Verdict, calibration_view
 from .tidy import read_results
 
-__all__ = ["caption_geometry_of", "recheck", "run_calibration", "synthetic_benchmark_of", "zero_shot_regime_of"]
+__all__ = ["caption_geometry_of", "recheck", "run_calibration", "synthetic_benchmark_of", "token_alignment_of",
+           "zero_shot_regime_of"]
 
 
 def caption_geometry_of(config: TrainConfig, split: str = "test", progress: bool = False) -> dict:
@@ -67,6 +68,16 @@ def zero_shot_regime_of(config: TrainConfig) -> dict:
                             tokenizer)
 
 
+def token_alignment_of(config: TrainConfig) -> dict:
+    """:func:`hnclip_core.toy.regime.token_alignment` of the initial model of ``config`` on its synthetic benchmark's
+    train split: whether its word tokens and patches already rank the right pairs first, as L_tok (Eq. 3) needs."""
+    from ..toy.regime import benchmark_tensors, token_alignment
+
+    model, _, tokenizer = load_longclip(config.checkpoint)
+    return token_alignment(model, benchmark_tensors("train", synthetic_benchmark_of(config)), tokenizer,
+                           gamma=config.gamma or 0.5)
+
+
 def _run_summary(result: dict) -> dict:
     keep = ("zero_shot", "best", "last", "history", "diagnostics")
     return {key: result[key] for key in keep if key in result}
@@ -85,6 +96,7 @@ def run_calibration(
     started = time.perf_counter()
     geometry = caption_geometry_of(base, progress=progress)
     regime = zero_shot_regime_of(base)
+    alignment = token_alignment_of(base)
     runs = []
     for seed in seeds:
         per_objective = {}
@@ -99,6 +111,7 @@ def run_calibration(
         "seeds": list(seeds),
         "geometry": geometry,
         "zero_shot_regime": regime,
+        "token_alignment": alignment,
         "runs": runs,
         "seconds": time.perf_counter() - started,
         "torch": torch.__version__,

@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     toy_parser.add_argument("--output", default=None, help="fp32 checkpoint path (default: the cache directory)")
     toy_parser.add_argument("--restart", action="store_true", help="start afresh instead of resuming a saved state")
     toy_parser.add_argument("--probe-every", type=int, default=300, metavar="STEPS",
-                     help="measure the zero-shot regime every STEPS Long-CLIP-stage steps (0: never)")
+                            help="measure the zero-shot regime every STEPS steps of the Long-CLIP and token stages, "
+                                 "and at their ends (0: never)")
     toy_parser.add_argument("--ship", action="store_true", help="then replace the shipped fp16 file and its record")
     variant = toy_parser.add_argument_group("a variant of the recipe (default: the shipped toy's)")
     variant.add_argument("--detail-rate", type=float, default=None, metavar="P",
@@ -86,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="hold s at 100 throughout instead of learning it from there")
     variant.add_argument("--dense-alt-share", type=float, default=None, metavar="X",
                          help="share of Long-CLIP-stage captions in the dense-alt voice")
+    variant.add_argument("--token-steps", type=int, default=None, metavar="N",
+                         help="a third stage of N steps with the token term L_tok added (0: none)")
+    variant.add_argument("--token-weight", type=float, default=None, metavar="W", help="L_tok's weight in it")
+    toy_parser.add_argument("--continue-from", default=None, metavar="CHECKPOINT",
+                            help="a toy of the recipe's first two stages (with its .json record), e.g. the one "
+                                 "shipped before the token stage: run only the token stage from it")
     export_model = commands.add_parser(
         "export-model", help="write a Long-CLIP-format checkpoint as an open_clip local-dir: model (for "
                              "python -m hnclip_core.open_clip_train)")
@@ -98,13 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
     export_csv.add_argument("--split", default="train")
     export_csv.add_argument("--output", required=True, help="the CSV file to write")
     calibrate = commands.add_parser(
-        "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (its seven design "
+        "calibrate", help="measure whether the embedded toy shows the paper's phenomenon (its eight design "
                           "targets, judged by the scorecard; needs the [lab] extra); the train options change the "
                           "toy's preset, e.g. --checkpoint of a pretraining probe"
     )
     _add_config_options(calibrate, CALIBRATION_SETS)
     calibrate.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    calibrate.add_argument("--objectives", nargs="+", default=["clip", "hn+tok"])
+    calibrate.add_argument("--objectives", nargs="+", default=["clip", "hn", "hn+tok"])
     calibrate.add_argument("--monitor-every", type=int, default=3, help="gradient measurement interval (steps)")
     calibrate.add_argument("--output", default="results/calibration.json")
     calibrate.add_argument(
@@ -125,7 +132,8 @@ def toy_recipe(args: argparse.Namespace):
 
     changes = {"detail_rate": args.detail_rate, "long_detail_rate": args.long_detail_rate,
                "dense_alt_share": args.dense_alt_share,
-               "learn_logit_scale": False if args.fixed_logit_scale else None}
+               "learn_logit_scale": False if args.fixed_logit_scale else None,
+               "token_steps": args.token_steps, "token_weight": args.token_weight}
     return dataclasses.replace(TOY_RECIPE, **{k: v for k, v in changes.items() if v is not None})
 
 
@@ -166,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         from ..toy.model import pretrain_toy, ship_toy
 
         path = pretrain_toy(args.output, resume=not args.restart, probe_every=args.probe_every,
-                            recipe=toy_recipe(args))
+                            recipe=toy_recipe(args), continue_from=args.continue_from)
         print(ship_toy(path, toy_recipe(args)) if args.ship else path)
         return 0
     if args.command == "export-model":

@@ -27,7 +27,7 @@ from ..files import file_sha256, write_atomically, write_text_atomically
 from ..longclip import ClipArchitecture, load_longclip, longclip_state_dict
 from ..train import TrainConfig
 from .cache import cache_dir
-from .pretrain import PretrainRecipe, pretrain
+from .pretrain import FP32_KEYS, PretrainRecipe, pretrain
 from .synthetic import register_datasets
 
 __all__ = [
@@ -43,8 +43,10 @@ TOY_ARCHITECTURE = ClipArchitecture(
     context_length=77, vocab_size=49408, text_width=128, text_layers=3, text_mlp_ratio=4.0,
 )
 
-#: The recipe of the shipped toy (how it was chosen is recorded in ``results/README.md``).
-TOY_RECIPE = PretrainRecipe(TOY_ARCHITECTURE)
+#: The recipe of the shipped toy (how it was chosen is recorded in ``results/README.md``): the two stages of
+#: Long-CLIP, then 300 steps with the token term L_tok at weight 0.3, so that the toy starts fine-tuning with its
+#: word tokens and patches aligned, as a large CLIP does.
+TOY_RECIPE = PretrainRecipe(TOY_ARCHITECTURE, token_steps=300, token_weight=0.3)
 
 #: How the toy is fine-tuned: the paper's recipe (App. D.1: AdamW, cosine decay, 16 × 8 accumulation,
 #: γ = 0.5, λ = 1) except the learning rate and the number of epochs, which suit a 7.6 M-parameter model
@@ -54,8 +56,6 @@ TOY_RECIPE = PretrainRecipe(TOY_ARCHITECTURE)
 TOY_FINETUNE = {"lr": 5e-5, "epochs": 3}
 
 ASSETS = Path(__file__).parent / "assets"
-#: Tensors kept in fp32 in the shipped file.
-FP32_KEYS = ("logit_scale",)
 
 
 def toy_train_config(**overrides) -> TrainConfig:
@@ -89,10 +89,13 @@ def ensure_toy_model() -> Path:
 
 
 def pretrain_toy(output: str | Path | None = None, resume: bool = True, progress: bool = True,
-                 recipe: PretrainRecipe = TOY_RECIPE, probe_every: int = 0) -> Path:
-    """Rebuild the toy from ``recipe`` (default: the shipped one's) into ``output`` (default: the cache)."""
+                 recipe: PretrainRecipe = TOY_RECIPE, probe_every: int = 0,
+                 continue_from: str | Path | None = None) -> Path:
+    """Rebuild the toy from ``recipe`` (default: the shipped one's) into ``output`` (default: the cache);
+    ``continue_from`` a toy of its first two stages runs only its token stage (:func:`.pretrain.pretrain`)."""
     output = Path(output) if output else cache_dir() / "toy" / f"toy-longclip-{recipe.digest()}-fp32.pt"
-    return pretrain(recipe, output, resume=resume, probe_every=probe_every, progress=progress)
+    return pretrain(recipe, output, resume=resume, probe_every=probe_every, progress=progress,
+                    continue_from=continue_from)
 
 
 def ship_toy(trained: str | Path, recipe: PretrainRecipe = TOY_RECIPE) -> Path:

@@ -9,6 +9,11 @@ long-caption stage):
 2. **Long-CLIP stage** — the positional table stretched 77 → 248, rows 0–19 frozen, training continued
    on long captions (:func:`~hnclip_core.toy.voices.varied_long_caption`, with a share of ``dense-alt``)
    of other random scenes.
+3. **Token stage** (where ``token_steps`` > 0) — the same long captions of new scenes, with FILIP's token term
+   (L_tok of Eq. 3) added to InfoNCE at a small weight and s held, from the Long-CLIP stage's weights as
+   stored (fp16): a large CLIP's word tokens and patches come out of pretraining partly aligned, a small toy's
+   out of global losses alone do not (``results/README.md``). ``continue_from`` runs this stage alone from a toy
+   of the first two stages.
 
 Every step draws a new batch of scenes from ``numpy.random.default_rng([seed, stage, step])`` — the
 generator is free, so no scene is seen twice and a resumed run draws exactly the batches an
@@ -37,17 +42,19 @@ import torch.nn.functional as F
 from open_clip.loss import ClipLoss
 from tqdm.auto import tqdm
 
-from ..features import encode_images, encode_texts
-from ..files import config_digest, write_atomically, write_text_atomically
+from ..features import encode_batch
+from ..files import config_digest, file_sha256, write_atomically, write_text_atomically
 from ..longclip import (
     LONG_CONTEXT,
     ClipArchitecture,
     build_clip,
     keep_first_positions_frozen,
+    load_longclip,
     longclip_param_groups,
     save_longclip,
     stretch_positional_embedding,
 )
+from ..losses import token_loss, valid_text_token_mask
 from ..train import cosine_with_warmup
 from .synthetic import SyntheticConfig, describe_scene, render_scene, sample_scene
 from .voices import varied_long_caption, varied_short_caption
@@ -83,10 +90,20 @@ class PretrainRecipe:
     #: False holds s at ``logit_scale`` throughout (CLIP's clamp value), so margins stop widening once
     #: batches are solved; True learns it from there (clamped at 100).
     learn_logit_scale: bool = True
+    #: A third stage (0 steps: none): Long-CLIP-stage captions of new scenes, InfoNCE plus ``token_weight`` × the
+    #: token term of Eq. 3 (L_tok, FILIP's late interaction), s held where stage 2 left it. Global pretraining
+    #: alone leaves the toy's word tokens and patches unaligned, so that L_tok would have to align them from
+    #: scratch during fine-tuning; a large CLIP starts with them partly aligned. The stage starts from stage 2's
+    #: weights as stored (fp16, :func:`stored_precision`), so it can continue a shipped toy of stages 1–2.
+    token_steps: int = 0
+    token_weight: float = 0.0
+    token_lr: float = 1e-4
+    token_warmup_steps: int = 20
 
     #: Fields added after the shipped recipe; left out of the record (and the digest) at these values, so a
     #: recipe that does not use them keeps its digest and its shipped file name.
-    LATER_FIELDS = {"detail_rate": 1.0, "learn_logit_scale": True, "long_detail_rate": None}
+    LATER_FIELDS = {"detail_rate": 1.0, "learn_logit_scale": True, "long_detail_rate": None, "token_steps": 0,
+                    "token_weight": 0.0, "token_lr": 1e-4, "token_warmup_steps": 20}
 
     def as_dict(self) -> dict:
         record = dataclasses.asdict(self)
@@ -102,6 +119,23 @@ class PretrainRecipe:
 
     def digest(self) -> str:
         return config_digest(self.as_dict(), 10)
+
+    def without_token_stage(self) -> PretrainRecipe:
+        """The recipe of stages 1–2 alone (a toy that :func:`pretrain` can continue with the token stage)."""
+        return dataclasses.replace(self, **{k: PretrainRecipe.LATER_FIELDS[k] for k in TOKEN_STAGE_FIELDS})
+
+
+TOKEN_STAGE_FIELDS = ("token_steps", "token_weight", "token_lr", "token_warmup_steps")
+#: Tensors a shipped toy keeps in fp32 (fp16 would round s = 100 up to 100.03).
+FP32_KEYS = ("logit_scale",)
+
+
+def stored_precision(model) -> None:
+    """Round ``model``'s weights, in place, to what the shipped file stores: fp16, except :data:`FP32_KEYS`."""
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            if name not in FP32_KEYS and tensor.is_floating_point():
+                tensor.copy_(tensor.half().float())
 
 
 def scene_batch(recipe: PretrainRecipe, stage: int, step: int, preprocess) -> tuple[torch.Tensor, list[str]]:
@@ -132,13 +166,41 @@ def _long_model(clip_model, recipe: PretrainRecipe):
     return model
 
 
+def _continued(recipe: PretrainRecipe, checkpoint: Path) -> dict:
+    """A saved state at the end of stage 2, from ``checkpoint``: a toy of ``recipe``'s stages 1–2 with its record
+    (``.json``) beside it, as :func:`pretrain` or :func:`~hnclip_core.toy.model.ship_toy` wrote it."""
+    base = recipe.without_token_stage()
+    record = json.loads(checkpoint.with_suffix(".json").read_text())
+    if record["recipe"] != base.as_dict():
+        raise ValueError(f"{checkpoint} was not pretrained with this recipe's stages 1–2 ({base.digest()})")
+    model, _, _ = load_longclip(checkpoint)
+    stored_precision(model)
+    return {"recipe": recipe.as_dict(), "stage": 2, "step": recipe.long_steps, "model": model.state_dict(),
+            "trace": {"clip": record["clip_stage_losses"], "long": record["long_stage_losses"],
+                      "token": [], "probes": record["probes"], "seconds": record["seconds"],
+                      "continued_from": {"file": checkpoint.name, "sha256": file_sha256(checkpoint)}}}
+
+
+def _stages(recipe: PretrainRecipe):
+    """(stage, steps, learning rate, warm-up steps, context) of each stage the recipe runs."""
+    yield 1, recipe.clip_steps, recipe.clip_lr, recipe.warmup_steps, 77
+    yield 2, recipe.long_steps, recipe.long_lr, recipe.warmup_steps, LONG_CONTEXT
+    if recipe.token_steps:
+        yield 3, recipe.token_steps, recipe.token_lr, recipe.token_warmup_steps, LONG_CONTEXT
+
+
+STAGE_NAMES = {1: "CLIP", 2: "Long-CLIP", 3: "token"}
+
+
 def pretrain(
     recipe: PretrainRecipe, output: str | Path, resume: bool = True, save_every: int = 100,
-    probe_every: int = 0, progress: bool = True,
+    probe_every: int = 0, progress: bool = True, continue_from: str | Path | None = None,
 ) -> Path:
-    """Run both stages of ``recipe`` and write the Long-CLIP-format checkpoint ``output`` with a JSON report
+    """Run the stages of ``recipe`` and write the Long-CLIP-format checkpoint ``output`` with a JSON report
     (``output`` with suffix ``.json``) beside it; returns ``output``. ``probe_every`` > 0 measures the
-    zero-shot regime on the synthetic benchmark during the Long-CLIP stage (recorded in the report)."""
+    zero-shot regime on the synthetic benchmark during the Long-CLIP and token stages (recorded in the report).
+    ``continue_from``: a toy of the recipe's stages 1–2 (e.g. the one shipped before the token stage), from which
+    only the token stage is run."""
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     state_path = output.with_name(output.name + ".state")
@@ -151,7 +213,13 @@ def pretrain(
     saved = torch.load(state_path, weights_only=False) if resume and state_path.is_file() else None
     if saved is not None and saved["recipe"] != recipe.as_dict():
         raise ValueError(f"{state_path} belongs to another recipe; delete it or pass resume=False")
-    trace = saved["trace"] if saved else {"clip": [], "long": [], "probes": [], "seconds": 0.0}
+    if saved is None and continue_from is not None:
+        if not recipe.token_steps:
+            raise ValueError("continue_from needs a recipe with a token stage (token_steps > 0)")
+        saved = _continued(recipe, Path(continue_from))
+        model = _long_model(model, recipe)
+    trace = saved["trace"] if saved else {"clip": [], "long": [], "token": [], "probes": [], "seconds": 0.0}
+    trace.setdefault("token", [])
 
     probe_data = None
     if probe_every:
@@ -159,48 +227,63 @@ def pretrain(
 
         probe_data = (benchmark_tensors("train"), benchmark_tensors("test"))
 
-    for stage, steps, lr, context in ((1, recipe.clip_steps, recipe.clip_lr, 77),
-                                      (2, recipe.long_steps, recipe.long_lr, LONG_CONTEXT)):
+    for stage, steps, lr, warmup, context in _stages(recipe):
         if stage == 2:
-            model = _long_model(model, recipe)
+            if model.positional_embedding.shape[0] != LONG_CONTEXT:
+                model = _long_model(model, recipe)
             keep_first_positions_frozen(model)
-            model.logit_scale.requires_grad_(recipe.learn_logit_scale)
-        optimizer = torch.optim.AdamW(longclip_param_groups(model, recipe.weight_decay), lr=lr)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_with_warmup(recipe.warmup_steps, steps))
-        losses = trace["clip" if stage == 1 else "long"]
-        start = 0
+        model.logit_scale.requires_grad_(recipe.learn_logit_scale and stage < 3)
         if saved is not None and saved["stage"] > stage:
             continue  # finished before the interruption; the saved state holds a later stage's weights
-        if saved is not None and saved["stage"] == stage:
+        if stage == 3 and not (saved is not None and saved["stage"] == 3):
+            if saved is not None:  # continued from a toy of stages 1–2, or resumed at the end of stage 2
+                model.load_state_dict(saved["model"])
+            stored_precision(model)
+        optimizer = torch.optim.AdamW(longclip_param_groups(model, recipe.weight_decay), lr=lr)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_with_warmup(warmup, steps))
+        losses = trace[{1: "clip", 2: "long", 3: "token"}[stage]]
+        start = 0
+        if saved is not None and saved["stage"] == stage and saved["step"] < steps:
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
             scheduler.load_state_dict(saved["scheduler"])
             start = saved["step"]
+        elif saved is not None and saved["stage"] == stage:
+            model.load_state_dict(saved["model"])
+            start = steps
         tokenizer = open_clip.SimpleTokenizer(context_length=context)
         model.train()
-        bar = tqdm(total=steps, initial=start, desc=f"toy {'CLIP' if stage == 1 else 'Long-CLIP'} stage",
-                   disable=not progress, smoothing=0.05)
+        bar = tqdm(total=steps, initial=start, desc=f"toy {STAGE_NAMES[stage]} stage", disable=not progress,
+                   smoothing=0.05)
         began = time.perf_counter()
         for step in range(start, steps):
             images, captions = scene_batch(recipe, stage, step, preprocess)
-            image_features = F.normalize(encode_images(model, images)[0], dim=-1)
-            text_features = F.normalize(encode_texts(model, tokenizer(captions))[0], dim=-1)
-            loss = ClipLoss()(image_features, text_features, model.logit_scale.exp())
+            batch = encode_batch(model, images, tokenizer(captions), with_tokens=stage == 3)
+            scale = model.logit_scale.exp()
+            loss = ClipLoss()(F.normalize(batch.image_features, dim=-1), F.normalize(batch.text_features, dim=-1),
+                              scale)
+            if stage == 3:
+                loss_tok = token_loss(batch.image_tokens, batch.text_tokens, valid_text_token_mask(batch.text_ids),
+                                      scale)
+                total = loss + recipe.token_weight * loss_tok
+            else:
+                total = loss
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            total.backward()
             optimizer.step()
             scheduler.step()
             with torch.no_grad():
                 model.logit_scale.clamp_(0, math.log(100))
-            losses.append(loss.item())
+            losses.append([loss.item(), loss_tok.item()] if stage == 3 else loss.item())
             bar.update()
-            bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+            recent = [x[0] if stage == 3 else x for x in losses[-20:]]
+            bar.set_postfix(loss=f"{sum(recent) / len(recent):.3f}")
             done = step + 1
-            if stage == 2 and probe_data is not None and (done % probe_every == 0 or done == steps):
+            if stage >= 2 and probe_data is not None and (done % probe_every == 0 or done == steps):
                 from .regime import zero_shot_regime
 
                 probe = zero_shot_regime(model, *probe_data, tokenizer)
-                trace["probes"].append({"step": done, **probe})
+                trace["probes"].append({"stage": stage, "step": done, **probe})
                 bar.write(f"step {done}: " + ", ".join(f"{k} {v:.3f}" for k, v in probe.items()))
                 model.train()
             if done % save_every == 0 or done == steps:
@@ -222,6 +305,8 @@ def pretrain(
                     "threads": torch.get_num_threads(), "torch": torch.__version__},
         "clip_stage_losses": trace["clip"],
         "long_stage_losses": trace["long"],
+        **({"token_stage_losses": trace["token"]} if recipe.token_steps else {}),
+        **({"continued_from": trace["continued_from"]} if "continued_from" in trace else {}),
         "probes": trace["probes"],
         "parameters": sum(p.numel() for p in model.parameters()),
     }
