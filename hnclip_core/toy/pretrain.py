@@ -235,22 +235,18 @@ def pretrain(
         model.logit_scale.requires_grad_(recipe.learn_logit_scale and stage < 3)
         if saved is not None and saved["stage"] > stage:
             continue  # finished before the interruption; the saved state holds a later stage's weights
-        if stage == 3 and not (saved is not None and saved["stage"] == 3):
-            if saved is not None:  # continued from a toy of stages 1–2, or resumed at the end of stage 2
-                model.load_state_dict(saved["model"])
-            stored_precision(model)
+        resuming = saved is not None and saved["stage"] == stage
+        if stage == 3 and not resuming:
+            stored_precision(model)  # stage 2's weights as the shipped file stores them
         optimizer = torch.optim.AdamW(longclip_param_groups(model, recipe.weight_decay), lr=lr)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_with_warmup(warmup, steps))
         losses = trace[{1: "clip", 2: "long", 3: "token"}[stage]]
-        start = 0
-        if saved is not None and saved["stage"] == stage and saved["step"] < steps:
+        start = saved["step"] if resuming else 0
+        if resuming:  # a finished stage (e.g. a continued toy of stages 1–2) has no optimiser state to restore
             model.load_state_dict(saved["model"])
-            optimizer.load_state_dict(saved["optimizer"])
-            scheduler.load_state_dict(saved["scheduler"])
-            start = saved["step"]
-        elif saved is not None and saved["stage"] == stage:
-            model.load_state_dict(saved["model"])
-            start = steps
+            if start < steps:
+                optimizer.load_state_dict(saved["optimizer"])
+                scheduler.load_state_dict(saved["scheduler"])
         tokenizer = open_clip.SimpleTokenizer(context_length=context)
         model.train()
         bar = tqdm(total=steps, initial=start, desc=f"toy {STAGE_NAMES[stage]} stage", disable=not progress,
