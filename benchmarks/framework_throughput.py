@@ -94,7 +94,7 @@ def main() -> None:
     tokenizer = open_clip.SimpleTokenizer(context_length=LONG_CONTEXT)
     with tempfile.TemporaryDirectory() as folder:
         config = SyntheticConfig(seed=123, num_train_families=max(1, batch // 4 + 1), num_test_families=1,
-                                 image_size=TOY_ARCHITECTURE.image_size)
+                                 num_val_families=1, image_size=TOY_ARCHITECTURE.image_size)
         root = write_synthetic_benchmark(Path(folder) / "bench", config)
         register_datasets()
         pairs = load_pairs("synthetic", root, "train")[:batch]

@@ -36,7 +36,7 @@ OBJECTIVES = ("clip", "hn", "hn+tok")
 
 
 def fixed_batch(size: int):
-    config = SyntheticConfig(seed=123, num_train_families=size // 4, num_test_families=0)
+    config = SyntheticConfig(seed=123, num_train_families=size // 4, num_test_families=0, num_val_families=0)
     examples = generate_examples(config, "train")[:size]
     preprocess = open_clip.image_transform(TOY_ARCHITECTURE.image_size, is_train=False)
     tokenizer = open_clip.SimpleTokenizer(context_length=LONG_CONTEXT)

@@ -54,6 +54,7 @@ import math
 
 import torch
 from chapter01_helpers import (
+    REAL_CLIP_GEOMETRY,
     batch_caption_matrix,
     camera_parts,
     differing_phrases,
@@ -63,12 +64,14 @@ from chapter01_helpers import (
     plot_batch_matrix,
     plot_cameras,
     plot_caption_similarity,
+    plot_cone,
     plot_hardness_buckets,
     plot_near_twins,
+    reading_the_cone,
 )
 from IPython.display import HTML, Markdown, display
 
-from hnclip_core.evaluate import caption_geometry
+from hnclip_core.evaluate import caption_geometry, encode_dataset
 from hnclip_core.replication.experiment import Experiment
 from hnclip_core.replication.geometry import caption_similarity_stats, encode_captions, in_batch_hardness
 from hnclip_core.replication.paper import CAPTION_GEOMETRY, IN_BATCH_AT_LEAST_0_8
@@ -341,7 +344,66 @@ if dataset == "synthetic":
     show(fig)
 
 # %% [markdown] tags=[]
-# ## 6. Save the numbers for the results chapter
+# ## 6. Why a real CLIP's captions crowd: one common direction across a modality gap
+# Sections 2–4 measured how alike the captions are. Here is where that likeness lives. Suppose every caption's
+# unit embedding splits into a part along one common direction $u$ and a part orthogonal to it,
+# $t_i = a_i\,u + b_i\,t_i^\perp$ with $a_i^2 + b_i^2 = 1$, and an image's embedding $v$ has (almost) nothing along
+# $u$. Then
+#
+# $$\cos(t_i, t_j) = a_i a_j + b_i b_j \cos(t_i^\perp, t_j^\perp), \qquad
+#   \cos(v_k, t_i) \approx b_i \cos(v_k, t_i^\perp).$$
+#
+# With $a^2 = \alpha^2$ for every caption, two captions meet at $\alpha^2 + \beta^2 G^\perp$ ($\beta^2 = 1 - \alpha^2$):
+# the common part alone crowds them, whatever their content. Every image–text logit is scaled by $\beta$, so InfoNCE
+# at scale $s$ sees an effective scale $s\beta$, and a model can hold crowded captions *and* solved batches only if
+# its image–text margins in the remaining part are $1/\beta$ as wide. A real CLIP is such a model: Long-CLIP-L's
+# DOCCI captions meet at 0.84 (Table A1) while a matching image and caption meet at only about 0.3, across the
+# *modality gap* that contrastive training opens from a narrow cone at initialisation and keeps at a low temperature
+# (Liang et al. 2022, "Mind the Gap").
+#
+# **How the toy gets its cone.** A toy pretrained on a few thousand scenes has no reason to grow one, and adding a
+# common direction to a finished toy crowds its captions but unsolves its batches (`results/README.md`). So the
+# toy is pretrained under one from its first step, inside plain CLIP weights: one channel of the text tower's final
+# LayerNorm has gain 0 and bias $c$, so it outputs the constant $c$ for every caption; the text projection maps that
+# channel to the last embedding axis alone, and the image projection maps nothing there
+# (`hnclip_core.toy.pretrain.hold_caption_cone`). $c$ is reset after every step so that $\alpha^2$ is the recipe's
+# share of a typical caption's squared norm, with $s$ held at CLIP's 100: the margins are learned at $s\beta$. The
+# file is an ordinary Long-CLIP checkpoint; fine-tuning is free to move all of it, as it moves a real CLIP's geometry.
+#
+# **By hand.** Summing every caption–caption cosine at once gives an identity:
+# $\sum_{i \ne j} t_i \cdot t_j = \lVert \sum_i t_i \rVert^2 - N$, so the mean pairwise cosine is the squared length of
+# the mean caption $\bar t$, up to $1/N$. Crowded captions *are* a long mean: a common direction
+# $u = \bar t / \lVert \bar t \rVert$ (found without knowing how the model was built) along which each caption puts a
+# share $a_i^2$ of its squared norm. We check the identity, then measure that share for captions and images, and
+# the cosine of matching pairs.
+
+# %% tags=[]
+#papermill_description=cone
+# NBVAL_IGNORE_OUTPUT
+image_features, _ = encode_dataset(model, exp.dataset_of("test"), progress=interactive)
+
+# %% tags=[]
+t_mean = T.mean(dim=0, dtype=torch.float64)
+from_the_mean = (N**2 * t_mean.pow(2).sum() - N) / (N * (N - 1))  # (‖Σ t_i‖² − N) / (N(N − 1))
+torch.testing.assert_close(from_the_mean, mean_pairwise)
+u = torch.nn.functional.normalize(t_mean.float(), dim=0)  # the common direction
+caption_share = (T @ u).pow(2)  # a_i²
+image_share = (image_features @ u).pow(2)
+matching_cosine = (image_features * T).sum(dim=1).mean().item()
+cone = {"caption_share_mean": caption_share.mean().item(), "image_share_mean": image_share.mean().item(),
+        "matching_cosine": matching_cosine, "mean_pairwise": mean_pairwise.item(), "mean_hardest": mean_hardest.item()}
+print(f"mean pairwise {mean_pairwise:.4f} = (N²‖t̄‖² − N) / (N(N − 1)) = {from_the_mean:.4f}; captions put "
+      f"{100 * cone['caption_share_mean']:.0f} % of their squared norm on u, images "
+      f"{100 * cone['image_share_mean']:.1f} %; matching image–text cosine {matching_cosine:.3f}")
+
+# %% tags=[]
+fig = plot_cone(caption_share, image_share, cone, real=REAL_CLIP_GEOMETRY, name=exp.eval_name)
+exp.save_figure(fig, "01_cone")
+show(fig)
+display(Markdown(reading_the_cone(cone, REAL_CLIP_GEOMETRY)))
+
+# %% [markdown] tags=[]
+# ## 7. Save the numbers for the results chapter
 
 # %% tags=[]
 summary = {
@@ -351,6 +413,7 @@ summary = {
     "in_batch": hardness.as_dict(),
     "batch_matrix_off_diagonal_mean": off_diagonal_mean(batch_matrix),
     "near_twins": [{"i": t.i, "j": t.j, "similarity": t.similarity} for t in twins],
+    "cone": cone,
 }
 print(exp.save_json("geometry", summary).name)
 

@@ -10,6 +10,8 @@ By section of ``01_caption_geometry``:
 * §2, Fig. 1 / Table A1: :func:`plot_caption_similarity` (pairwise and hardest-companion histograms);
 * §3, Fig. A5: :func:`batch_caption_matrix`, :func:`off_diagonal_mean`, :func:`plot_batch_matrix` (Ḡ of one batch);
 * §4, Fig. A6C: :func:`plot_hardness_buckets` (in-batch negatives by hardness bucket);
+* §6: :data:`REAL_CLIP_GEOMETRY`, :func:`plot_cone`, :func:`reading_the_cone` (the common direction that crowds the
+  captions, and the modality gap across which images meet them);
 * §5, Fig. A1–A4: :func:`near_duplicate_pairs`, :func:`differing_phrases`, :func:`plot_near_twins`,
   :func:`near_twin_html` (what near-twins look like, and where they differ); :func:`plot_cameras` (the embedded
   benchmark's scenes through the pretraining world's camera and through its own).
@@ -35,9 +37,11 @@ from matplotlib.figure import Figure
 
 from hnclip_core.losses import caption_margin
 from hnclip_core.replication.geometry import CaptionGeometry, InBatchHardness, caption_similarity_stats
+from hnclip_core.replication.paper import CAPTION_GEOMETRY
 from hnclip_core.toy.synthetic import render_scene
 
 __all__ = [
+    "REAL_CLIP_GEOMETRY", "plot_cone", "reading_the_cone",
     "STOPWORDS", "NearDuplicate", "batch_caption_matrix", "off_diagonal_mean", "content_words",
     "near_duplicate_pairs", "differing_phrases", "plot_caption_similarity", "plot_batch_matrix",
     "plot_hardness_buckets", "plot_near_twins", "near_twin_html", "plot_cameras", "camera_parts",
@@ -422,3 +426,52 @@ def plot_cameras(examples: Sequence, camera_name: str, camera) -> Figure:
     fig.suptitle(f"One scene, two cameras: {camera_name} = {camera_parts(camera)}", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+#: A real CLIP's geometry: Long-CLIP-L's DOCCI captions (Table A1), and the cosine of a matching image and caption,
+#: ≈ 0.3 for OpenAI's CLIP — a typical value across the modality gap (Liang et al. 2022), not a number of the paper.
+REAL_CLIP_GEOMETRY = {**CAPTION_GEOMETRY["DOCCI"], "matching_cosine": 0.3, "name": "Long-CLIP-L, DOCCI"}
+
+
+def plot_cone(caption_share, image_share, cone: dict, real: dict = REAL_CLIP_GEOMETRY, name: str = "ours") -> Figure:
+    """(a) Each caption's and each image's share of its squared norm along the common direction u; (b) the three
+    numbers of a real CLIP beside ours."""
+    fig = Figure(figsize=(10, 3.6))
+    left, right = fig.subplots(1, 2)
+    bins = np.linspace(0, 1, 51)
+    left.hist(caption_share.numpy(), bins=bins, color="tab:orange", alpha=0.8, label="captions")
+    left.hist(image_share.numpy(), bins=bins, color="tab:blue", alpha=0.8, label="images")
+    left.set(xlabel="share of the squared norm along u", ylabel="count",
+             title="(a) how much of each embedding is the common direction")
+    left.legend(fontsize=8)
+    labels = ["mean pairwise\ncaption cosine", "mean hardest\ncaption cosine", "matching image–\ntext cosine"]
+    x = np.arange(3)
+    theirs = [real["mean_pairwise"], real["mean_hardest"], real["matching_cosine"]]
+    ours = [cone["mean_pairwise"], cone["mean_hardest"], cone["matching_cosine"]]
+    for offset, values, colour, label in ((-0.2, theirs, "0.6", f"a real CLIP ({real['name']})"),
+                                          (0.2, ours, "tab:orange", name)):
+        right.bar(x + offset, values, 0.4, color=colour, label=label)
+        for position, value in zip(x + offset, values, strict=True):
+            right.text(position, value + 0.01, f"{value:.2f}", ha="center", fontsize=8)
+    right.set_xticks(x, labels, fontsize=8)
+    right.set(ylim=(min(0.0, *ours) - 0.05, 1.3), title="(b) crowded captions across a modality gap")
+    right.legend(fontsize=7, loc="upper center", ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def reading_the_cone(cone: dict, real: dict = REAL_CLIP_GEOMETRY) -> str:
+    """What §6's figure says, each qualitative word decided by the numbers it describes: the captions *share one
+    direction* when it holds at least half of their squared norm on average; the images sit *across a modality gap*
+    when they put under 5 % of theirs on it and a matching pair meets at ≤ 0.4."""
+    shared = cone["caption_share_mean"] >= 0.5
+    gap = cone["image_share_mean"] < 0.05 and cone["matching_cosine"] <= 0.4
+    return (
+        f"**What you see.** The captions put {100 * cone['caption_share_mean']:.0f} % of their squared norm on one "
+        "direction, " + ("so they crowd: " if shared else "too little to crowd them: ")
+        + f"an average pair meets at {cone['mean_pairwise']:.2f} ({real['name']}: {real['mean_pairwise']:.2f}). "
+        f"The images put {100 * cone['image_share_mean']:.1f} % of theirs there, and a matching image and caption "
+        f"meet at {cone['matching_cosine']:.2f} (a real CLIP: ≈ {real['matching_cosine']:.1f}): "
+        + ("they sit across a modality gap, as a real CLIP's do." if gap else
+           "they do not sit across a modality gap as a real CLIP's do.")
+    )

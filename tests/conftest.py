@@ -25,6 +25,6 @@ def tiny_checkpoint(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_benchmark(tmp_path_factory):
     """48 train / 16 test images in DOCCI's format."""
-    config = SyntheticConfig(seed=3, num_train_families=12, num_test_families=4, image_size=32)
+    config = SyntheticConfig(seed=3, num_train_families=12, num_test_families=4, num_val_families=4, image_size=32)
     register_datasets()  # the tests train on it by its name, "synthetic"
     return write_synthetic_benchmark(tmp_path_factory.mktemp("synthetic") / "bench", config)

@@ -73,6 +73,8 @@ def test_pretrain_toy_variants_change_only_what_they_name():
                               "base.pt"])
     tokens = toy_recipe(args)
     assert (tokens.token_steps, tokens.token_weight, args.continue_from) == (300, 0.3, "base.pt")
+    uncrowded = toy_recipe(parser.parse_args(["pretrain-toy", "--caption-cone", "0", "--target-probe-every", "0"]))
+    assert (uncrowded.caption_cone, uncrowded.target_probe_every) == (0.0, 0)
     assert tokens.without_token_stage() == TOY_RECIPE.without_token_stage()
 
 

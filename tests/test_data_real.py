@@ -76,6 +76,10 @@ def test_docci_test_split_is_test_plus_qual_test_in_file_order(docci_root: Path)
     assert pairs[0].image_path == docci_root / "images" / "test_00000.jpg"
 
 
+def test_docci_validation_split_is_qual_dev(docci_root: Path):
+    assert captions(docci.load_docci_pairs(docci_root, "val")) == ["a qual_dev image"]
+
+
 def test_docci_train_split_and_prefix_filter(docci_root: Path, caplog):
     assert captions(docci.load_docci_pairs(docci_root, "train")) == ["a red train", "a second train image"]
     with caplog.at_level(logging.WARNING, logger="hnclip_core.data.docci"):
@@ -85,7 +89,7 @@ def test_docci_train_split_and_prefix_filter(docci_root: Path, caplog):
 
 def test_docci_bad_split_is_value_error(docci_root: Path):
     with pytest.raises(ValueError, match="train.*test"):
-        docci.load_docci_pairs(docci_root, "qual_dev")
+        docci.load_docci_pairs(docci_root, "qual_test")
 
 
 def test_docci_errors_show_expected_layout(tmp_path: Path, docci_root: Path):
@@ -342,7 +346,8 @@ def test_the_embedded_benchmark_joins_the_names_when_registered(tmp_path: Path):
     register_datasets()  # again: no change
     assert {"synthetic", "synthetic-alt"} <= set(DATASETS) and len(DATASETS) == len(set(DATASETS))
     root = write_synthetic_benchmark(tmp_path / "bench", SyntheticConfig(seed=1, num_train_families=2,
-                                                                         num_test_families=1, image_size=32))
+                                                                         num_test_families=1, num_val_families=1,
+                                                                         image_size=32))
     assert load_pairs("synthetic", root, "test") == docci.load_docci_pairs(root, "test")
     with pytest.raises(ValueError, match=r"joins them with hnclip_core.toy.register_datasets\(\)"):
         load_pairs("synthetic-hd", root, "test")

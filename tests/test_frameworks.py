@@ -172,7 +172,8 @@ def real_format(tmp_path_factory):
     """A DOCCI-format folder (read as dataset "docci": no synthetic metadata used) and a GOAL-format segment
     file with crop images, as GOAL's preprocessing writes them."""
     root = write_synthetic_benchmark(tmp_path_factory.mktemp("docci") / "docci",
-                                     SyntheticConfig(seed=5, num_train_families=6, num_test_families=3, image_size=32))
+                                     SyntheticConfig(seed=5, num_train_families=6, num_test_families=3,
+                                                     num_val_families=3, image_size=32))
     metadata = [json.loads(line) for line in (root / METADATA_FILE).read_text().splitlines()]
     (root / METADATA_FILE).unlink()
     captions = {p.image_path.name: p.caption for p in load_pairs("docci", root, "train")}

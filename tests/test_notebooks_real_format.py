@@ -27,7 +27,7 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 @pytest.fixture(scope="module")
 def docci_root(tmp_path_factory) -> Path:
     """32 train / 16 test pairs in DOCCI's format (docci_descriptions.jsonlines + images/)."""
-    config = SyntheticConfig(seed=11, num_train_families=8, num_test_families=4, image_size=32)
+    config = SyntheticConfig(seed=11, num_train_families=8, num_test_families=4, num_val_families=4, image_size=32)
     return write_synthetic_benchmark(tmp_path_factory.mktemp("docci") / "docci", config)
 
 

@@ -28,7 +28,7 @@ from hnclip_core.toy.synthetic import (
 )
 
 # Through the plain camera, so that the images are the renderer's own (the warm camera is tested on its own).
-SMALL = SyntheticConfig(num_train_families=12, num_test_families=6, family_size=4, camera="plain")
+SMALL = SyntheticConfig(num_train_families=12, num_test_families=6, num_val_families=6, family_size=4, camera="plain")
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_counts_follow_config(small_train):
     assert len(small_train) == SMALL.num_train_families * SMALL.family_size
     assert len(generate_examples(SMALL, "test")) == SMALL.num_test_families * SMALL.family_size
     assert [e.example_id for e in small_train[:2]] == ["train_00000", "train_00001"]
-    singletons = SyntheticConfig(num_train_families=10, num_test_families=0, family_fraction=0.0)
+    singletons = SyntheticConfig(num_train_families=10, num_test_families=0, num_val_families=0, family_fraction=0.0)
     assert len(generate_examples(singletons, "train")) == 10
 
 
@@ -118,10 +118,11 @@ def test_different_seed_gives_different_benchmark(small_train):
 
 
 def test_a_family_does_not_depend_on_how_many_families_are_generated(small_train):
-    fewer = generate_examples(SyntheticConfig(num_train_families=3, num_test_families=0), "train")
+    fewer = generate_examples(SyntheticConfig(num_train_families=3, num_test_families=0, num_val_families=0), "train")
     assert [e.caption for e in fewer] == [e.caption for e in small_train[: len(fewer)]]
     # A smaller family is a prefix of a larger one.
-    pairs = generate_examples(SyntheticConfig(num_train_families=3, num_test_families=0, family_size=2), "train")
+    pairs = generate_examples(SyntheticConfig(num_train_families=3, num_test_families=0, num_val_families=0,
+                                              family_size=2), "train")
     by_family = families(small_train)
     for family_id, members in families(pairs).items():
         assert [e.caption for e in members] == [e.caption for e in by_family[family_id][:2]]
@@ -270,11 +271,14 @@ def test_the_plain_camera_is_the_renderer_itself(small_train):
 # --------------------------------------------------------------------------------------------------- splits
 
 
-def test_train_and_test_are_disjoint_by_family(small_train):
-    test = generate_examples(SMALL, "test")
-    assert {e.family_id for e in small_train}.isdisjoint({e.family_id for e in test})
-    assert {e.caption for e in small_train}.isdisjoint({e.caption for e in test})
+def test_train_test_and_validation_are_disjoint_by_family(small_train):
+    test, validation = generate_examples(SMALL, "test"), generate_examples(SMALL, "val")
+    assert len(validation) == SMALL.num_val_families * SMALL.family_size
+    for one, other in [(small_train, test), (small_train, validation), (test, validation)]:
+        assert {e.family_id for e in one}.isdisjoint({e.family_id for e in other})
+        assert {e.caption for e in one}.isdisjoint({e.caption for e in other})
     assert all(e.example_id.startswith("test_") for e in test)
+    assert all(e.example_id.startswith("qual_dev_") for e in validation)  # DOCCI's validation split
 
 
 # -------------------------------------------------------------------------------------------------- on disk
@@ -290,11 +294,11 @@ def test_written_benchmark_uses_docci_format(tmp_path, small_train):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench"]  # no staging folder left behind
 
     rows = read_jsonlines(root / "docci_descriptions.jsonlines")
-    expected = (SMALL.num_train_families + SMALL.num_test_families) * SMALL.family_size
+    expected = (SMALL.num_train_families + SMALL.num_test_families + SMALL.num_val_families) * SMALL.family_size
     assert len(rows) == expected == len(list((root / "images").glob("*.png")))
     for row in rows:
         assert set(row) == {"example_id", "split", "image_file", "description"}
-        assert row["split"] in ("train", "test") and row["example_id"].startswith(row["split"] + "_")
+        assert row["split"] in ("train", "test", "qual_dev") and row["example_id"].startswith(row["split"] + "_")
         assert row["image_file"] == row["example_id"] + ".png"
     train_rows = [r for r in rows if r["split"] == "train"]
     assert [r["description"] for r in train_rows] == [e.caption for e in small_train]
@@ -307,6 +311,8 @@ def test_written_benchmark_uses_docci_format(tmp_path, small_train):
     pairs = load_docci_pairs(root, "test")  # the project's DOCCI reader accepts it unchanged
     assert len(pairs) == SMALL.num_test_families * SMALL.family_size
     assert pairs[0].image_path.name == "test_00000.png"
+    validation = load_docci_pairs(root, "val")  # DOCCI's qual_dev rows
+    assert [p.caption for p in validation] == [e.caption for e in generate_examples(SMALL, "val")]
 
 
 def test_write_refuses_a_non_empty_root(tmp_path):
@@ -344,9 +350,11 @@ def test_default_config_generates_and_writes_quickly(tmp_path):
     seconds = time.perf_counter() - start
     rows = read_jsonlines(root / "docci_descriptions.jsonlines")
     train = [r for r in rows if r["split"] == "train"]
-    images = f"{len(train)} train + {len(rows) - len(train)} test images"
+    validation = [r for r in rows if r["split"] == "qual_dev"]
+    test = len(rows) - len(train) - len(validation)
+    images = f"{len(train)} train + {test} test + {len(validation)} validation images"
     print(f"\ndefault synthetic benchmark: {images} generated and written in {seconds:.2f} s")
-    assert len(train) == 2000 and len(rows) == 3000
+    assert len(train) == 2000 and len(validation) == 1000 and len(rows) == 4000
     assert 80 <= caption_stats([r["description"] for r in rows])["mean"] <= 130
 
 
@@ -355,7 +363,7 @@ def test_synthetic_alt_is_the_same_scenes_in_the_other_voice(tmp_path):
     from hnclip_core.toy import register_datasets
 
     register_datasets()
-    config = SyntheticConfig(seed=5, num_train_families=2, num_test_families=2, image_size=32)
+    config = SyntheticConfig(seed=5, num_train_families=2, num_test_families=2, num_val_families=2, image_size=32)
     dense = write_synthetic_benchmark(tmp_path / "dense", config)
     alt = write_synthetic_benchmark(tmp_path / "alt", dataclasses.replace(config, caption_style="dense-alt"))
     dense_pairs, alt_pairs = load_pairs("synthetic", dense, "test"), load_pairs("synthetic-alt", alt, "test")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hnclip_core.replication.scorecard import calibration_view, judge
-from hnclip_core.replication.tidy import PARAMETERS, NotMeasured, Table, read_results, seed_std
+from hnclip_core.replication.tidy import PARAMETERS, NotMeasured, Table, read_results, seed_std, stale_studies
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
@@ -111,6 +111,19 @@ def test_calibration_throughput_and_full_grids(tmp_path):
     assert speed.one("img_per_s_slowest") == 64.0 and speed.one("img_per_s_fastest") == 80.0
     # pooled over calibration clip (28, 28, 28), hn+tok (30, 31, 32) and chapter 4 clip (28, 29), hn+tok (30, 30)
     assert seed_std(table) == (pytest.approx(math.sqrt((2 * 0 + 2 * 1 + 1 * 0.5 + 1 * 0) / 6)), 4)
+
+
+def test_full_grids_of_another_model_than_the_calibrations_are_left_out(tmp_path):
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps({"base_config": {"checkpoint": "toy-new.pt", "dataset": "synthetic"},
+                                       "runs": []}))
+    grids = tmp_path / "ablations.json"
+    grids.write_text(json.dumps({"studies": {"gamma": {"checkpoint": "toy-old.pt"},
+                                             "components": {"checkpoint": "toy-new.pt"}},
+                                 "gamma": {"0": run(30.0)}, "components": {"clip": run(28.0)}}))
+    assert stale_studies(json.loads(grids.read_text()), json.loads(calibration.read_text())) == ["gamma"]
+    table = read_results(None, calibration=calibration, ablations=grids)
+    assert table.where(study="gamma").rows == () and table.where(study="components").rows != ()
 
 
 def test_a_transfer_run_gives_gamma_rows_on_its_benchmark(tmp_path):

@@ -151,7 +151,8 @@ def test_token_alignment_measures_both_rankings_and_leaves_the_model_as_it_was(t
     from hnclip_core.toy.regime import benchmark_tensors, token_alignment
     from hnclip_core.toy.synthetic import SyntheticConfig
 
-    data = benchmark_tensors("train", SyntheticConfig(seed=3, num_train_families=2, num_test_families=1, image_size=32))
+    data = benchmark_tensors("train", SyntheticConfig(seed=3, num_train_families=2, num_test_families=1,
+                                                      num_val_families=1, image_size=32))
     model, _, tokenizer = load_longclip(tiny_checkpoint)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     reading = token_alignment(model, data, tokenizer, micro_batch=8, num_batches=1)
@@ -189,3 +190,50 @@ def test_the_token_stage_continues_a_toy_of_the_first_two_stages_as_a_run_from_s
     assert any(not torch.equal(moved[k], second[k]) for k in moved)
     with pytest.raises(ValueError, match="stages 1–2"):
         pretrain(dataclasses.replace(tokens, seed=1), tmp_path / "other.pt", progress=False, continue_from=base)
+
+
+CONED = dataclasses.replace(MICRO, caption_cone=0.75, learn_logit_scale=False)
+
+
+@pytest.mark.slow
+def test_the_caption_cone_is_held_in_plain_clip_weights(tmp_path):
+    """A toy pretrained under a caption cone is a plain CLIP in Long-CLIP's format (strict load) whose captions put
+    α² of their squared norm on an axis no image uses, so images meet captions at β·cos and captions crowd."""
+    from hnclip_core.toy.pretrain import scene_batch
+
+    model, preprocess, tokenizer = load_longclip(pretrain(CONED, tmp_path / "toy.pt", progress=False))
+    images, captions = scene_batch(CONED, 2, 0, preprocess)
+    with torch.no_grad():
+        texts = torch.nn.functional.normalize(model.encode_text(tokenizer(captions)), dim=-1)
+        image_features = torch.nn.functional.normalize(model.encode_image(images), dim=-1)
+    shares = texts[:, -1] ** 2
+    assert shares.mean().item() == pytest.approx(0.75, abs=0.03) and shares.min() > 0.6
+    assert torch.all(image_features[:, -1] == 0)
+    off_diagonal = (texts @ texts.t()).masked_select(~torch.eye(len(texts), dtype=torch.bool))
+    assert off_diagonal.min() > 0.6  # every caption pair shares the cone's α²
+    assert model.logit_scale.exp().item() == pytest.approx(100.0)  # s held at CLIP's clamp
+    plain = pretrain(MICRO, tmp_path / "plain.pt", progress=False)
+    assert _weights(plain).keys() == _weights(tmp_path / "toy.pt").keys()
+
+
+def test_the_long_clip_stage_stops_at_the_first_probe_that_meets_the_targets(tmp_path, monkeypatch):
+    import hnclip_core.toy.regime as regime
+
+    readings = iter([{"solved_share": 0.3}, {"solved_share": 0.6}])
+    monkeypatch.setattr(regime, "benchmark_tensors", lambda split: split)
+    monkeypatch.setattr(regime, "zero_shot_regime", lambda model, train, test, tokenizer: next(readings))
+    monkeypatch.setattr(regime, "meets_regime_targets", lambda probe: probe["solved_share"] >= 0.5)
+    recipe = dataclasses.replace(MICRO, long_steps=6, target_probe_every=2)
+    report = json.loads(pretrain(recipe, tmp_path / "toy.pt", progress=False).with_suffix(".json").read_text())
+    assert report["stopped_on_targets"] == {"stage": 2, "step": 4}
+    assert len(report["long_stage_losses"]) == 4
+    assert [p["step"] for p in report["validation_probes"]] == [2, 4]
+
+
+def test_regime_targets_test_every_reading_they_name():
+    from hnclip_core.toy.regime import REGIME_TARGETS, meets_regime_targets
+
+    inside = {name: (low + high) / 2 for name, (low, high) in REGIME_TARGETS.items()}
+    assert meets_regime_targets(inside)
+    for name, (low, _) in REGIME_TARGETS.items():
+        assert not meets_regime_targets({**inside, name: low - 0.01}), name

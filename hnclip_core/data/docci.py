@@ -15,11 +15,13 @@ Protocol implemented here:
 * ``"test"`` — rows whose ``split`` is ``test`` or ``qual_test`` (5,000 + 100 = 5,100 images). This
   is the 5.1k protocol of the paper and of GOAL, whose ``datasets/docci_test.json`` lists exactly
   these 5,100 images. (FineLIP's evaluation keeps only the 5,000 ``test`` rows.)
+* ``"val"`` — rows whose ``split`` is ``qual_dev`` (100 images in the release): a validation split kept apart
+  from both, on which the synthetic benchmark's choices are made (its ``val`` split is written as ``qual_dev``).
 * Caption = ``description`` unchanged; pairs keep the file's line order.
 * Like the Hugging Face loading script (``google/docci`` ``docci.py``), a row is kept only if its
   ``split`` field is selected AND its ``example_id`` starts with that split name; rows failing the
   second check are skipped and counted in a warning. The synthetic benchmark
-  (:mod:`hnclip_core.toy.synthetic`) names its rows ``train_00000`` / ``test_00000`` with the
+  (:mod:`hnclip_core.toy.synthetic`) names its rows ``train_00000`` / ``test_00000`` / ``qual_dev_00000`` with the
   matching ``split``, so the double filter keeps all of its rows.
 * Every selected image must exist, otherwise :class:`DatasetLayoutError` names the missing file.
 """
@@ -42,6 +44,7 @@ IMAGES_DIR = "images"
 SPLIT_FIELDS: dict[str, tuple[str, ...]] = {
     "train": ("train",),
     "test": ("test", "qual_test"),
+    "val": ("qual_dev",),
 }
 SPLITS = tuple(SPLIT_FIELDS)
 
@@ -57,7 +60,7 @@ REQUIRED_FIELDS = ("example_id", "split", "image_file", "description")
 
 
 def load_docci_pairs(root: str | Path, split: str) -> list[ImageCaptionPair]:
-    """Pairs of DOCCI ``split`` (``"train"`` or ``"test"``) in file order; see the module docstring."""
+    """Pairs of DOCCI ``split`` (``"train"``, ``"test"`` or ``"val"``) in file order; see the module docstring."""
     if split not in SPLIT_FIELDS:
         raise ValueError(f"DOCCI split must be one of {SPLITS}, got {split!r}")
     root = Path(root)

@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     variant.add_argument("--token-steps", type=int, default=None, metavar="N",
                          help="a third stage of N steps with the token term L_tok added (0: none)")
     variant.add_argument("--token-weight", type=float, default=None, metavar="W", help="L_tok's weight in it")
+    variant.add_argument("--caption-cone", type=float, default=None, metavar="ALPHA2",
+                         help="hold this share of every caption embedding's squared norm on an axis no image uses "
+                              "(0: no cone; the shipped recipe: 0.75)")
+    variant.add_argument("--target-probe-every", type=int, default=None, metavar="STEPS",
+                         help="end the Long-CLIP stage at the first validation probe, every STEPS steps, that meets "
+                              "the regime targets (0: run the whole schedule)")
     toy_parser.add_argument("--continue-from", default=None, metavar="CHECKPOINT",
                             help="a toy of the recipe's first two stages (with its .json record), e.g. the one "
                                  "shipped before the token stage: run only the token stage from it")
@@ -133,7 +139,8 @@ def toy_recipe(args: argparse.Namespace):
     changes = {"detail_rate": args.detail_rate, "long_detail_rate": args.long_detail_rate,
                "dense_alt_share": args.dense_alt_share,
                "learn_logit_scale": False if args.fixed_logit_scale else None,
-               "token_steps": args.token_steps, "token_weight": args.token_weight}
+               "token_steps": args.token_steps, "token_weight": args.token_weight,
+               "caption_cone": args.caption_cone, "target_probe_every": args.target_probe_every}
     return dataclasses.replace(TOY_RECIPE, **{k: v for k, v in changes.items() if v is not None})
 
 

@@ -29,6 +29,7 @@ numbers above. A study of the full ablation grids replaces chapter 4's study of 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,9 @@ from statistics import variance
 
 from .experiment import objective_parameters
 
-__all__ = ["PARAMETERS", "STUDY_KEYS", "NotMeasured", "Table", "read_results", "seed_std"]
+__all__ = ["PARAMETERS", "STUDY_KEYS", "NotMeasured", "Table", "read_results", "seed_std", "stale_studies"]
+
+log = logging.getLogger(__name__)
 
 PARAMETERS = ("source", "study", "run", "objective", "gamma", "token_weight", "margin_source", "seed",
               "train_fraction", "framework", "dataset", "eval_dataset", "logit_scale", "epoch")
@@ -310,6 +313,15 @@ _CHAPTER_FILES = {"geometry.json": _geometry_rows, "saturation.json": _dynamics_
                   "ablations.json": lambda data, path: _ablation_rows(data, path.name)}
 
 
+def stale_studies(ablations: Mapping, calibration: Mapping) -> list[str]:
+    """The full-grid studies of ``ablations`` fine-tuned from another checkpoint than ``calibration``'s: results of a
+    model that is no longer the one judged (e.g. the toy before a new one was shipped), which must not be read as its
+    results. The scorecard leaves them out, so their claims are judged on chapter 4's runs or not measured."""
+    judged = calibration.get("base_config", {}).get("checkpoint")
+    return [study for study, record in ablations.get("studies", {}).items()
+            if judged is not None and record.get("checkpoint") not in (None, judged)]
+
+
 def read_results(
     output_dir: str | Path | None = None,
     *,
@@ -323,6 +335,7 @@ def read_results(
     ``output_dir`` holds what chapters 1–4 write (``geometry.json``, ``saturation.json``, ``fine_tuning.json``,
     ``ablations.json``; absent ones leave their rows out); ``calibration`` is ``python -m hnclip_core calibrate``'s
     file; ``ablations`` the collected full grids of ``make ablations``, whose studies replace chapter 4's;
+    (full-grid studies of another model than the calibration's are left out: :func:`stale_studies`);
     ``throughput`` the JSON of ``benchmarks/framework_throughput.py --json``; ``transfer_dir`` the output folder of a
     second run of chapter 4 evaluated on another benchmark (its γ sweep gives rows with that ``eval_dataset``).
     """
@@ -338,7 +351,12 @@ def read_results(
         path = Path(ablations)
         data = _read(path)
         _require(data, ["studies"], path)
-        grids = _ablation_rows(data, f"{path.name} (full grid)")
+        stale = stale_studies(data, _read(Path(calibration))) if calibration is not None else []
+        if stale:
+            log.warning("%s: left out %s, run on another model than %s's", path.name, ", ".join(stale),
+                        Path(calibration).name)
+        grids = _ablation_rows({k: v for k, v in data.items() if k not in stale
+                                and not (k == "gamma_transfer" and "gamma" in stale)}, f"{path.name} (full grid)")
         replaced = {r["study"] for r in grids}
         rows = [r for r in rows if r["study"] not in replaced] + grids
     if calibration is not None:

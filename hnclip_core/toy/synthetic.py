@@ -76,7 +76,10 @@ from .cache import cache_dir
 #: Bump whenever generated images or captions change for an unchanged config (invalidates caches).
 GENERATOR_VERSION = 1
 
-SPLITS = ("train", "test")
+SPLITS = ("train", "test", "val")
+#: The value of DOCCI's ``split`` field (and the prefix of its ``example_id``) that each split is written as: the
+#: validation split is DOCCI's ``qual_dev``, so the DOCCI reader's ``"val"`` reads it.
+DOCCI_SPLIT_NAMES = {"train": "train", "test": "test", "val": "qual_dev"}
 CAPTION_STYLES = ("dense", "dense-alt", "short")
 
 SHAPES = ("circle", "square", "triangle", "diamond", "star", "ring", "cross", "hexagon")
@@ -167,6 +170,9 @@ class SyntheticConfig:
         seed: Root seed; every family derives its own generator from ``(seed, split, family index)``.
         num_train_families: Families in the train split.
         num_test_families: Families in the test split (disjoint from train by construction).
+        num_val_families: Families in the validation split: new scenes, the same family rule and camera. Every
+            choice of the replication (the toy's recipe, the camera, the fine-tuning rate and epochs, the
+            frameworks' recipes) is made on it; the test split is only reported.
         family_size: Scenes per near-duplicate family (base scene + ``family_size - 1`` one-detail
             edits); 1 disables near-duplicates.
         family_fraction: Fraction of families that get ``family_size`` members; the others are
@@ -183,6 +189,7 @@ class SyntheticConfig:
     seed: int = 0
     num_train_families: int = 500
     num_test_families: int = 250
+    num_val_families: int = 250
     family_size: int = 4
     family_fraction: float = 1.0
     image_size: int = 64
@@ -196,7 +203,7 @@ class SyntheticConfig:
             raise ValueError(f"caption_style must be one of {CAPTION_STYLES}, got {self.caption_style!r}")
         if self.camera not in CAMERAS:
             raise ValueError(f"camera must be one of {tuple(CAMERAS)}, got {self.camera!r}")
-        if self.num_train_families < 0 or self.num_test_families < 0:
+        if min(self.num_train_families, self.num_test_families, self.num_val_families) < 0:
             raise ValueError("family counts must be non-negative")
         if self.family_size < 1:
             raise ValueError(f"family_size must be >= 1, got {self.family_size}")
@@ -212,7 +219,7 @@ class SyntheticConfig:
     def num_families(self, split: str) -> int:
         """Number of families in ``split``."""
         check_split(split)
-        return self.num_train_families if split == "train" else self.num_test_families
+        return {"train": self.num_train_families, "test": self.num_test_families, "val": self.num_val_families}[split]
 
 
 @dataclass(frozen=True)
@@ -821,9 +828,10 @@ def iter_examples(config: SyntheticConfig, split: str) -> Iterator[SyntheticExam
         base = sample_scene(rng, config)
         template_choice = draw_template_choice(len(base.objects), rng)
         family = [(base, None), *sample_edits(base, members - 1, rng)]
-        family_id = f"{split}_f{family_index:04d}"
+        name = DOCCI_SPLIT_NAMES[split]
+        family_id = f"{name}_f{family_index:04d}"
         for scene, changed_detail in family:
-            yield build_example(f"{split}_{count:05d}", family_id, scene, changed_detail, template_choice, config)
+            yield build_example(f"{name}_{count:05d}", family_id, scene, changed_detail, template_choice, config)
             count += 1
 
 
@@ -867,7 +875,8 @@ def write_split(folder: Path, config: SyntheticConfig, split: str) -> tuple[list
         image_file = f"{example.example_id}.png"
         example.image.save(folder / IMAGES_DIR / image_file, compress_level=1)
         descriptions.append(
-            {"example_id": example.example_id, "split": split, "image_file": image_file, "description": example.caption}
+            {"example_id": example.example_id, "split": DOCCI_SPLIT_NAMES[split], "image_file": image_file,
+             "description": example.caption}
         )
         metadata.append(
             {
