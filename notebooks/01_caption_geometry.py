@@ -68,6 +68,7 @@ from chapter01_helpers import (
     plot_hardness_buckets,
     plot_near_twins,
     reading_the_cone,
+    the_toys_cone,
 )
 from IPython.display import HTML, Markdown, display
 
@@ -77,6 +78,7 @@ from hnclip_core.replication.geometry import caption_similarity_stats, encode_ca
 from hnclip_core.replication.paper import CAPTION_GEOMETRY, IN_BATCH_AT_LEAST_0_8
 from hnclip_core.replication.plots import show
 from hnclip_core.replication.report import geometry_table
+from hnclip_core.toy import TOY_RECIPE
 from hnclip_core.toy.synthetic import CAMERAS, SyntheticConfig, iter_examples
 
 exp = Experiment(
@@ -361,14 +363,15 @@ if dataset == "synthetic":
 # *modality gap* that contrastive training opens from a narrow cone at initialisation and keeps at a low temperature
 # (Liang et al. 2022, "Mind the Gap").
 #
-# **How the toy gets its cone.** A toy pretrained on a few thousand scenes has no reason to grow one, and adding a
-# common direction to a finished toy crowds its captions but unsolves its batches (`results/README.md`). So the
-# toy is pretrained under one from its first step, inside plain CLIP weights: one channel of the text tower's final
-# LayerNorm has gain 0 and bias $c$, so it outputs the constant $c$ for every caption; the text projection maps that
-# channel to the last embedding axis alone, and the image projection maps nothing there
-# (`hnclip_core.toy.pretrain.hold_caption_cone`). $c$ is reset after every step so that $\alpha^2$ is the recipe's
-# share of a typical caption's squared norm, with $s$ held at CLIP's 100: the margins are learned at $s\beta$. The
-# file is an ordinary Long-CLIP checkpoint; fine-tuning is free to move all of it, as it moves a real CLIP's geometry.
+# **A cone for the toy.** A toy pretrained on a few thousand scenes has no reason to grow one, and adding a common
+# direction to a finished toy crowds its captions but unsolves its batches (`results/README.md`). The toy's recipe
+# can therefore hold one from the first step of pretraining, inside plain CLIP weights
+# (`PretrainRecipe.caption_cone`, `hnclip_core.toy.pretrain.hold_caption_cone`): one channel of the text tower's
+# final LayerNorm has gain 0 and bias $c$, so it outputs the constant $c$ for every caption; the text projection maps
+# that channel to the last embedding axis alone, and the image projection maps nothing there. $c$ is reset after
+# every step so that $\alpha^2$ is the recipe's share of a typical caption's squared norm, with $s$ held at CLIP's
+# 100, so the margins are learned at $s\beta$. The file stays an ordinary Long-CLIP checkpoint, and fine-tuning is
+# free to move all of it, as it moves a real CLIP's geometry.
 #
 # **By hand.** Summing every caption–caption cosine at once gives an identity:
 # $\sum_{i \ne j} t_i \cdot t_j = \lVert \sum_i t_i \rVert^2 - N$, so the mean pairwise cosine is the squared length of
@@ -392,7 +395,7 @@ image_share = (image_features @ u).pow(2)
 matching_cosine = (image_features * T).sum(dim=1).mean().item()
 cone = {"caption_share_mean": caption_share.mean().item(), "image_share_mean": image_share.mean().item(),
         "matching_cosine": matching_cosine, "mean_pairwise": mean_pairwise.item(), "mean_hardest": mean_hardest.item()}
-print(f"mean pairwise {mean_pairwise:.4f} = (N²‖t̄‖² − N) / (N(N − 1)) = {from_the_mean:.4f}; captions put "
+print(f"mean pairwise {mean_pairwise:.3f} = (N²‖t̄‖² − N) / (N(N − 1)) = {from_the_mean:.3f}; captions put "
       f"{100 * cone['caption_share_mean']:.0f} % of their squared norm on u, images "
       f"{100 * cone['image_share_mean']:.1f} %; matching image–text cosine {matching_cosine:.3f}")
 
@@ -401,6 +404,8 @@ fig = plot_cone(caption_share, image_share, cone, real=REAL_CLIP_GEOMETRY, name=
 exp.save_figure(fig, "01_cone")
 show(fig)
 display(Markdown(reading_the_cone(cone, REAL_CLIP_GEOMETRY)))
+if backbone == "toy":
+    display(Markdown(the_toys_cone(TOY_RECIPE.caption_cone)))
 
 # %% [markdown] tags=[]
 # ## 7. Save the numbers for the results chapter

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import html
+import math
 import re
 import textwrap
 from collections import Counter
@@ -41,7 +42,7 @@ from hnclip_core.replication.paper import CAPTION_GEOMETRY
 from hnclip_core.toy.synthetic import render_scene
 
 __all__ = [
-    "REAL_CLIP_GEOMETRY", "plot_cone", "reading_the_cone",
+    "REAL_CLIP_GEOMETRY", "plot_cone", "reading_the_cone", "the_toys_cone",
     "STOPWORDS", "NearDuplicate", "batch_caption_matrix", "off_diagonal_mean", "content_words",
     "near_duplicate_pairs", "differing_phrases", "plot_caption_similarity", "plot_batch_matrix",
     "plot_hardness_buckets", "plot_near_twins", "near_twin_html", "plot_cameras", "camera_parts",
@@ -475,3 +476,14 @@ def reading_the_cone(cone: dict, real: dict = REAL_CLIP_GEOMETRY) -> str:
         + ("they sit across a modality gap, as a real CLIP's do." if gap else
            "they do not sit across a modality gap as a real CLIP's do.")
     )
+
+
+def the_toys_cone(caption_cone: float) -> str:
+    """Whether the shipped toy was pretrained under a caption cone (its recipe's α², 0: none), in words."""
+    if caption_cone:
+        return (f"The shipped toy was pretrained under a caption cone of α² = {caption_cone:g} from its first step, "
+                f"so β = {math.sqrt(1 - caption_cone):.2f} and InfoNCE at s = 100 saw an effective scale of "
+                f"{100 * math.sqrt(1 - caption_cone):.0f}.")
+    return ("The shipped toy was pretrained without a cone (its recipe's `caption_cone` is 0): what you see above is "
+            "its own geometry, and the gap to a real CLIP is the part of the paper's cause it cannot show yet. "
+            "`results/README.md` records a toy pretrained under α² = 0.75 from its first step, probe by probe.")

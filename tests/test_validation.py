@@ -24,3 +24,15 @@ def test_the_sweep_evaluates_on_validation_and_chooses_the_baselines_best_rate(m
     assert {c.eval_split for c in seen} == {"val"} and {(c.gamma, c.token_weight) for c in seen} == {(0.0, 0.0)}
     assert results["chosen_lr"] == 3e-5 == validation.chosen_rate(tmp_path / "validation.json")
     assert json.loads((tmp_path / "validation.json").read_text())["runs"][0]["per_epoch_r1"] == [40.0, 59.0, 60.0]
+
+
+def test_the_toys_fine_tuning_rate_is_the_one_the_committed_sweep_chose():
+    from pathlib import Path
+
+    from hnclip_core.toy.model import TOY_FINETUNE, shipped_toy_path
+
+    committed = Path(__file__).resolve().parent.parent / "results" / "validation.json"
+    record = json.loads(committed.read_text())
+    assert TOY_FINETUNE["lr"] == validation.chosen_rate(committed)
+    assert record["base_config"]["checkpoint"] == shipped_toy_path().name  # chosen for the shipped toy
+    assert {run["seed"] for run in record["runs"]} >= {0, 1}

@@ -1,10 +1,9 @@
 """Choosing the toy's fine-tuning recipe on the synthetic benchmark's validation split, never on its test split.
 
-Every knob of the embedded default is set here: the fine-tuning learning rate of :data:`~hnclip_core.toy.model.TOY_FINETUNE`
-is the one at which the *baseline*, InfoNCE, ends best on the validation split (new scenes, the same family rule and
-camera as the test split), averaged over seeds, so that no gain of HN-CLIP comes from a rate that harms InfoNCE. The
-epochs are read off the same runs: the per-epoch validation R@1 says whether InfoNCE is still improving at the
-last epoch. The test split is only reported (calibration, chapters).
+The fine-tuning learning rate of :data:`~hnclip_core.toy.model.TOY_FINETUNE` is the one at which the *baseline*,
+InfoNCE, ends best on the validation split (new scenes, the same family rule and camera as the test split), averaged
+over seeds, so that no gain of HN-CLIP comes from a rate that harms InfoNCE. The per-epoch validation R@1 of the same
+runs says whether InfoNCE is still improving at the last epoch. The test split is only reported (calibration, chapters).
 
 ``python -m hnclip_core.replication.validation --lrs 3e-5 5e-5 1e-4 --seeds 0 1`` writes
 ``results/validation.json``; :func:`chosen_rate` reads the choice back.
