@@ -5,7 +5,7 @@ A sentence that interprets a measurement must be rendered by the cell that made 
 prose true. Typed markdown may therefore state only numbers that cannot drift from a run:
 
 * **references** — equation, table, figure, section, appendix and chapter numbers (``Eq. 2``, ``Table A5``,
-  ``§2.4``, ``Fig. 3, 5``);
+  ``§2.4``, ``Fig. 3, 5``), and the year of an author–year citation (``Liang et al. 2022``, ``Zhang et al., 2024``);
 * **the paper's numbers**, in a sentence that says they are the paper's (it names the paper, a table, a figure
   or a section, and not the toy or our runs) and equal to a number of the paper data
   (``hnclip_core.replication.paper``) at the printed precision (a percentage also matches the paper's fraction:
@@ -40,6 +40,7 @@ RECIPE_CONSTANTS = frozenset({16, 32, 77, 100, 128, 248})
 REFERENCE = re.compile(
     r"(?:\bEqs?\.|\bEquations?|\bTables?|\bFigs?\.|\bFigures?|§|\bApp\.|\bAppendix|\bchapters?|\bChapters?|"
     r"\bSections?|\barXiv|\bv)\s*[A-Z]?\d+(?:[.(][\w.)]*)?(?:\s*(?:,|–|-|and|or|&)\s*[A-Z]?\d+(?:[.(][\w.)]*)?)*"
+    r"|\bet al\.,?\s*(?:19|20)\d{2}[a-z]?\b"
 )
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", re.DOTALL)
 CODE = re.compile(r"`[^`]*`")
