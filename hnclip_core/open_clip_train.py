@@ -15,7 +15,9 @@ preprocessing) and ``open_clip_pytorch_model.bin`` (fp32 weights). ``export-csv`
 open_clip's tab-separated CSV format. The third command is open_clip_train's own command line plus ``--gamma``:
 its ``create_loss`` returns :class:`~hnclip_core.losses.HNClipLoss` with open_clip_train's distributed options
 (``--local-loss``, ``--gather-with-grad``), so Ḡ's captions and the negatives are gathered by open_clip's
-``gather_features``. ``--gamma 0`` is open_clip_train's stock ``ClipLoss`` run, bit for bit
+``gather_features``; the run stops before its first step if the loss open_clip_train trains with is not that one
+(:func:`hook_hn_clip_loss`). Under ``torchrun``, whose parser refuses open_clip_train's ``--logs``, pass the log
+folder as ``--training-logs``. ``--gamma 0`` is open_clip_train's stock ``ClipLoss`` run, bit for bit
 (``tests/test_open_clip_train.py``).
 
 What is left out there, and why: L_tok (Eq. 3) needs per-token text and per-patch image outputs that
@@ -29,14 +31,17 @@ included in this package's ``[open-clip-train]`` extra).
 from __future__ import annotations
 
 import argparse
+import atexit
 import csv
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
+import open_clip
 import torch
 
 from .data import ImageCaptionPair
@@ -44,7 +49,8 @@ from .files import write_atomically, write_text_atomically
 from .longclip import ClipArchitecture, infer_architecture, load_longclip, open_clip_config
 from .losses import HNClipLoss
 
-__all__ = ["CONFIG_NAME", "WEIGHTS_NAME", "CSV_COLUMNS", "export_model", "export_csv", "create_hn_clip_loss", "main"]
+__all__ = ["CONFIG_NAME", "WEIGHTS_NAME", "CSV_COLUMNS", "export_model", "export_csv", "create_hn_clip_loss",
+           "hook_hn_clip_loss", "main"]
 
 #: File names open_clip's ``local-dir:`` schema looks for (``open_clip.factory``).
 CONFIG_NAME = "open_clip_config.json"
@@ -128,7 +134,49 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--gamma", type=float, default=0.5, help="the margin weight γ of Eq. 2 (0: InfoNCE, "
                         "open_clip_train's ClipLoss) (default: 0.5, the paper's)")
+    parser.add_argument("--training-logs", metavar="DIR", default=None,
+                        help="open_clip_train's --logs under another name, which torchrun's own parser does not "
+                             "mistake for its --logs-specs (pytorch issue 120601)")
     return parser
+
+
+#: The open_clip_train functions the launcher hooks: ``main`` builds the loss by calling ``create_loss`` (replaced)
+#: and hands it to ``train_one_epoch`` (wrapped, to check that the loss it trains with is the one asked for).
+HOOKS = ("create_loss", "train_one_epoch")
+
+
+def hook_hn_clip_loss(trainer, gamma: float) -> None:
+    """Make ``trainer`` (the ``open_clip_train.main`` module) build L_HN at ``gamma``, and stop the run before its
+    first step if the loss that reaches ``train_one_epoch`` is anything else, so that an open_clip_train which builds
+    its loss another way cannot silently train InfoNCE under ``--gamma``."""
+    missing = [name for name in HOOKS if not callable(getattr(trainer, name, None))]
+    if missing:
+        raise SystemExit(f"hnclip_core.open_clip_train: open_clip {open_clip.__version__}'s open_clip_train.main has "
+                         f"no {' or '.join(missing)}, where L_HN is put in place of ClipLoss; this launcher is tested "
+                         "with open_clip_torch 3.3 (pip install 'open_clip_torch>=3.3,<3.4')")
+    trainer.create_loss = partial(create_hn_clip_loss, gamma=gamma)
+    train_one_epoch = trainer.train_one_epoch
+
+    def checked_train_one_epoch(model, data, loss, *args, **kwargs):
+        if not (isinstance(loss, HNClipLoss) and loss.gamma == gamma):
+            raise SystemExit(f"hnclip_core.open_clip_train: open_clip {open_clip.__version__}'s open_clip_train "
+                             f"trains with {type(loss).__name__}, not HNClipLoss(gamma={gamma}): it no longer builds "
+                             "its loss through create_loss. This launcher is tested with open_clip_torch "
+                             "3.3 (pip install 'open_clip_torch>=3.3,<3.4').")
+        return train_one_epoch(model, data, loss, *args, **kwargs)
+
+    trainer.train_one_epoch = checked_train_one_epoch
+
+
+#: torch loggers that report compiler statistics when the process exits; open_clip_train sets every logger to INFO,
+#: so a run that compiled nothing would end with their empty tables.
+EXIT_REPORTS = ("torch._dynamo", "torch._subclasses.fake_tensor")
+
+
+def _quiet_exit_reports() -> None:
+    for name in list(logging.root.manager.loggerDict):  # open_clip_train set each one's level, children included
+        if name.startswith(EXIT_REPORTS):
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _device(argv: Sequence[str]) -> str:
@@ -152,7 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int | None:
     except ModuleNotFoundError as error:
         raise SystemExit(f"open_clip_train needs open_clip's training extra ({error.name} is missing): "
                          "pip install 'open_clip_torch[training]'") from error
-    open_clip_trainer.create_loss = partial(create_hn_clip_loss, gamma=ours.gamma)
+    hook_hn_clip_loss(open_clip_trainer, ours.gamma)
+    atexit.register(_quiet_exit_reports)  # runs before torch's own exit handlers, registered at its import
+    if ours.training_logs is not None:
+        theirs = [*theirs, "--logs", ours.training_logs]
     if torch.device(_device(theirs)).type == "cpu":
         torch.nn.parallel.DistributedDataParallel = CpuDistributedDataParallel
     return open_clip_trainer.main(theirs)

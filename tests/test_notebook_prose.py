@@ -49,5 +49,6 @@ def test_a_typed_measurement_is_caught(name):
 def test_references_inputs_and_the_papers_numbers_may_be_typed():
     text = ("Eq. 2 adds γ = 0.5 times Ḡ (§2.2, Table 3(a), Fig. 3, 5, A9; chapters 2 and 3) at s = 100. "
             "The paper fine-tunes at lr 2e-6 and reports 80 % of batches solved within epoch 1 (Fig. 4), "
-            "mean pairwise 0.84 on DOCCI (Table A1). A gap opens (Liang et al. 2022; Zhang et al., 2024). Three seeds, $s\\Delta \\approx 18.7$, `1.23`.")
+            "mean pairwise 0.84 on DOCCI (Table A1). A gap opens (Liang et al. 2022; Zhang et al., 2024). "
+            "Three seeds, $s\\Delta \\approx 18.7$, `1.23`.")
     assert stale_numbers(_with_markdown(text)) == []

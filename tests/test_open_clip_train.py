@@ -20,7 +20,14 @@ from hnclip_core.data import load_pairs
 from hnclip_core.features import BatchEncoder
 from hnclip_core.longclip import load_longclip
 from hnclip_core.losses import HNClipTokenLoss
-from hnclip_core.open_clip_train import CSV_COLUMNS, create_hn_clip_loss, export_csv, export_model, main
+from hnclip_core.open_clip_train import (
+    CSV_COLUMNS,
+    create_hn_clip_loss,
+    export_csv,
+    export_model,
+    hook_hn_clip_loss,
+    main,
+)
 
 SPY = Path(__file__).with_name("open_clip_train_spy.py")
 #: One optimizer step of 8 pairs on the CPU, in fp32 (open_clip_train's default ``amp`` would be bf16 on a CPU).
@@ -52,7 +59,9 @@ def open_clip_train_step(exported, folder: Path, *launcher, gamma: float | None 
                "--batch-size", str(batch), "--name", "run", *STEP, *extra]
     ours = [] if gamma is None else ["--gamma", str(gamma)]
     folder.mkdir()
-    run([*launcher, *ours, *options], cwd=folder, HNCLIP_SPY_DIR=str(folder / "spy"))
+    done = run([*launcher, *ours, *options], cwd=folder, HNCLIP_SPY_DIR=str(folder / "spy"))
+    if gamma is not None:  # torch's compiler statistics stay quiet at exit (stock open_clip_train prints them)
+        assert "FakeTensor cache stats" not in done.stderr and "TorchDynamo" not in done.stderr
     return folder
 
 
@@ -136,14 +145,47 @@ def test_one_open_clip_train_step_is_hnclip_s_trainer_step(tiny_checkpoint, expo
         assert_same_gradient(grad, grads[name], name)
 
 
+def test_an_open_clip_train_without_the_hook_point_is_refused_by_version():
+    from types import SimpleNamespace
+
+    with pytest.raises(SystemExit, match=rf"open_clip {open_clip.__version__}.*no create_loss"):
+        hook_hn_clip_loss(SimpleNamespace(train_one_epoch=lambda *args: None), gamma=0.5)
+
+
+def test_a_loss_built_past_create_loss_stops_the_run_before_its_first_step():
+    """As on open_clip's main branch, where the loss is built inside ``create_task``: replacing ``create_loss``
+    changes nothing, and the loss that reaches ``train_one_epoch`` is stock ``ClipLoss``."""
+    from types import SimpleNamespace
+
+    from open_clip.loss import ClipLoss
+
+    from hnclip_core.losses import HNClipLoss
+
+    trained = []
+    trainer = SimpleNamespace(create_loss=lambda args: ClipLoss(),
+                              train_one_epoch=lambda model, data, loss, *rest: trained.append(loss))
+    hook_hn_clip_loss(trainer, gamma=0.5)
+    with pytest.raises(SystemExit, match=r"trains with ClipLoss, not HNClipLoss\(gamma=0.5\)"):
+        trainer.train_one_epoch(None, None, ClipLoss(), 0)
+    with pytest.raises(SystemExit, match="HNClipLoss"):
+        trainer.train_one_epoch(None, None, HNClipLoss(gamma=0.25), 0)
+    assert trained == []
+    ours = trainer.create_loss(SimpleNamespace(model="ViT-B-32", distill=False, siglip=False, local_loss=False,
+                                               gather_with_grad=False, rank=0, world_size=1, horovod=False))
+    trainer.train_one_epoch(None, None, ours, 0)
+    assert trained == [ours] and ours.gamma == 0.5
+
+
 @pytest.mark.slow
 def test_two_process_open_clip_train_step_is_hnclip_s_step_on_the_global_batch(tiny_checkpoint, exported, tmp_path):
     """torchrun, 2 CPU processes of 4 pairs: with open_clip's ``--local-loss --gather-with-grad`` each process's
     loss covers its own rows against all 8 columns (Ḡ's captions gathered by ``HNClipLoss``), and DDP's averaged
     gradient is the gradient of the global loss."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(SPY)]
-    spy = open_clip_train_step(exported, tmp_path / "two", *launcher, batch=4,
-                               extra=["--local-loss", "--gather-with-grad"]) / "spy"
+    folder = open_clip_train_step(exported, tmp_path / "two", *launcher, batch=4,
+                                  extra=["--local-loss", "--gather-with-grad", "--training-logs", "two-logs"])
+    assert (folder / "two-logs" / "run" / "checkpoints" / "epoch_1.pt").is_file()  # --logs, spelt for torchrun
+    spy = folder / "spy"
     records = [torch.load(spy / f"rank{rank}.pt", weights_only=True) for rank in range(2)]
     images = torch.cat([r["images"] for r in records])
     texts = torch.cat([r["texts"] for r in records])
