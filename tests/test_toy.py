@@ -98,15 +98,17 @@ def test_every_step_draws_new_scenes_in_many_voices():
 @pytest.mark.slow
 def test_the_shipped_toy_measures_as_its_record_says():
     """The fp16 file reproduces the zero-shot regime its fp32 weights were probed at (up to a query or two), on the
-    benchmark through the plain camera, the pretraining world's own, through which they were probed."""
+    benchmark through the camera it was probed through."""
     from hnclip_core.toy.regime import benchmark_tensors, zero_shot_regime
     from hnclip_core.toy.synthetic import SyntheticConfig
 
     path = ensure_toy_model()
-    probe = json.loads(path.with_suffix(".json").read_text())["probes"][-1]
+    record = json.loads(path.with_suffix(".json").read_text())
+    probe = record["probes"][-1]
     model, _, tokenizer = load_longclip(path)
-    plain = SyntheticConfig(camera="plain")
-    measured = zero_shot_regime(model, benchmark_tensors("train", plain), benchmark_tensors("test", plain), tokenizer)
+    probed = SyntheticConfig(camera=record.get("probe_camera", "plain"))  # records before the field: plain
+    measured = zero_shot_regime(model, benchmark_tensors("train", probed), benchmark_tensors("test", probed),
+                                tokenizer)
     for key in ("solved_share", "solved_share_without_twins", "twin_error_share", "own_family_top1",
                 "mean_pairwise", "mean_hardest"):
         assert measured[key] == pytest.approx(probe[key], abs=2e-3), key

@@ -1,10 +1,33 @@
-"""The validation sweep (validation.py): every run is evaluated on the validation split, never on test, and the
-chosen rate is the baseline's best there on the mean of the seeds."""
+"""The validation sweeps (validation.py): every reading is taken on the validation split, never on test; the chosen
+camera is the strongest that keeps the regime, the chosen rate the baseline's best on the mean of the seeds."""
 
 import json
+from pathlib import Path
 
+import hnclip_core.longclip
+import hnclip_core.toy.regime
+import hnclip_core.toy.synthetic
 from hnclip_core.replication import validation
 from hnclip_core.train import TrainConfig
+
+COMMITTED = Path(__file__).resolve().parent.parent / "results" / "validation.json"
+
+
+def test_the_camera_is_the_strongest_that_keeps_the_regime_on_validation(monkeypatch, tmp_path):
+    splits = []
+    # solved share falls with the cast; twin errors stay high except through the strongest camera
+    regime = {"plain": (0.7, 0.9), "soft": (0.55, 0.85), "mid": (0.45, 0.9), "strong": (0.6, 0.7)}
+    monkeypatch.setattr(hnclip_core.longclip, "load_longclip", lambda path: (None, None, None))
+    monkeypatch.setattr(hnclip_core.toy.regime, "benchmark_tensors",
+                        lambda split, config: splits.append((split, config.camera)) or config.camera)
+    monkeypatch.setattr(hnclip_core.toy.regime, "zero_shot_regime", lambda model, train, test, tokenizer: dict(
+        zip(("solved_share", "twin_error_share"), regime[test], strict=True)))
+    monkeypatch.setattr(hnclip_core.toy.synthetic, "SyntheticConfig",
+                        lambda camera: type("Config", (), {"camera": camera}))
+    results = validation.sweep_cameras("toy.pt", tuple(regime), output=tmp_path / "validation.json")
+    assert {split for split, _ in splits} == {"val"}
+    assert results["chosen"] == "soft" == validation.chosen_camera(tmp_path / "validation.json")
+    assert validation.sweep_cameras("toy.pt", ("mid", "strong"))["chosen"] is None
 
 
 def test_the_sweep_evaluates_on_validation_and_chooses_the_baselines_best_rate(monkeypatch, tmp_path):
@@ -23,16 +46,21 @@ def test_the_sweep_evaluates_on_validation_and_chooses_the_baselines_best_rate(m
     results = validation.sweep_rates(base, [1e-4, 3e-5], [0, 1], output=tmp_path / "validation.json")
     assert {c.eval_split for c in seen} == {"val"} and {(c.gamma, c.token_weight) for c in seen} == {(0.0, 0.0)}
     assert results["chosen_lr"] == 3e-5 == validation.chosen_rate(tmp_path / "validation.json")
-    assert json.loads((tmp_path / "validation.json").read_text())["runs"][0]["per_epoch_r1"] == [40.0, 59.0, 60.0]
+    recorded = json.loads((tmp_path / "validation.json").read_text())["learning_rate"]
+    assert recorded["runs"][0]["per_epoch_r1"] == [40.0, 59.0, 60.0]
 
 
-def test_the_toys_fine_tuning_rate_is_the_one_the_committed_sweep_chose():
-    from pathlib import Path
-
+def test_the_committed_sweeps_are_the_shipped_toys_and_the_rate_is_the_preset():
     from hnclip_core.toy.model import TOY_FINETUNE, shipped_toy_path
+    from hnclip_core.toy.regime import REGIME_TARGETS
 
-    committed = Path(__file__).resolve().parent.parent / "results" / "validation.json"
-    record = json.loads(committed.read_text())
-    assert TOY_FINETUNE["lr"] == validation.chosen_rate(committed)
-    assert record["base_config"]["checkpoint"] == shipped_toy_path().name  # chosen for the shipped toy
-    assert {run["seed"] for run in record["runs"]} >= {0, 1}
+    record = json.loads(COMMITTED.read_text())
+    cameras = record["camera"]
+    assert cameras["checkpoint"] == shipped_toy_path().name
+    keeps = [all(REGIME_TARGETS[name][0] <= reading[name] <= REGIME_TARGETS[name][1] for name in cameras["targets"])
+             for reading in cameras["readings"].values()]
+    assert cameras["chosen"] == [camera for camera, kept in zip(cameras["readings"], keeps, strict=True) if kept][-1]
+    assert TOY_FINETUNE["lr"] == validation.chosen_rate(COMMITTED)
+    rates = record["learning_rate"]
+    assert rates["base_config"]["checkpoint"] == shipped_toy_path().name  # chosen for the shipped toy
+    assert {run["seed"] for run in rates["runs"]} >= {0, 1}

@@ -363,6 +363,7 @@ def pretrain(
         **({"token_stage_losses": trace["token"]} if recipe.token_steps else {}),
         **({"continued_from": trace["continued_from"]} if "continued_from" in trace else {}),
         "probes": trace["probes"],
+        **({"probe_camera": SyntheticConfig().camera} if probe_every or recipe.target_probe_every else {}),
         **{key: trace[key] for key in ("validation_probes", "stopped_on_targets") if key in trace},
         "parameters": sum(p.numel() for p in model.parameters()),
     }
