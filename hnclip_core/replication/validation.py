@@ -52,7 +52,7 @@ def sweep_cameras(checkpoint: str | Path, cameras: tuple[str, ...] | None = None
     :data:`~hnclip_core.toy.synthetic.CAMERA_LADDER`, weakest first), and the strongest one that meets
     :data:`CAMERA_TARGETS` (None if none does)."""
     from ..longclip import load_longclip
-    from ..toy.regime import REGIME_TARGETS, benchmark_tensors, zero_shot_regime
+    from ..toy.regime import benchmark_tensors, meets_regime_targets, zero_shot_regime
     from ..toy.synthetic import CAMERA_LADDER, SyntheticConfig
 
     started = time.perf_counter()
@@ -61,8 +61,7 @@ def sweep_cameras(checkpoint: str | Path, cameras: tuple[str, ...] | None = None
     for camera in cameras or CAMERA_LADDER:
         split = benchmark_tensors(VALIDATION_SPLIT, SyntheticConfig(camera=camera))
         readings[camera] = zero_shot_regime(model, split, split, tokenizer)
-    keeps = [camera for camera, reading in readings.items()
-             if all(REGIME_TARGETS[name][0] <= reading[name] <= REGIME_TARGETS[name][1] for name in CAMERA_TARGETS)]
+    keeps = [camera for camera, reading in readings.items() if meets_regime_targets(reading, CAMERA_TARGETS)]
     results = {"checkpoint": Path(checkpoint).name, "split": VALIDATION_SPLIT, "targets": list(CAMERA_TARGETS),
                "readings": readings, "chosen": keeps[-1] if keeps else None,
                "seconds": time.perf_counter() - started, "torch": torch.__version__}

@@ -25,6 +25,7 @@ how aligned L_tok's gradient is beside L_HN's on the same micro-batches.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import open_clip
@@ -53,9 +54,10 @@ REGIME_TARGETS = {
 }
 
 
-def meets_regime_targets(readings: dict) -> bool:
-    """Whether every reading named in :data:`REGIME_TARGETS` lies in its interval."""
-    return all(low <= readings[name] <= high for name, (low, high) in REGIME_TARGETS.items())
+def meets_regime_targets(readings: dict, names: Iterable[str] | None = None) -> bool:
+    """Whether every reading named in :data:`REGIME_TARGETS` (or only those of ``names``) lies in its interval."""
+    return all(REGIME_TARGETS[name][0] <= readings[name] <= REGIME_TARGETS[name][1]
+               for name in (REGIME_TARGETS if names is None else names))
 
 
 @dataclass
