@@ -32,7 +32,7 @@ from hnclip_core.features import encode_batch
 from hnclip_core.frameworks import FRAMEWORKS, build_framework
 from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen
 from hnclip_core.losses import HNClipTokenLoss
-from hnclip_core.replication.experiment import objective_parameters
+from hnclip_core.replication.objectives import objective_parameters
 from hnclip_core.toy import TOY_ARCHITECTURE, register_datasets
 from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 

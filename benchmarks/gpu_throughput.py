@@ -43,7 +43,7 @@ from hnclip_core.longclip import (
 )
 from hnclip_core.losses import HNClipTokenLoss
 from hnclip_core.replication import paper
-from hnclip_core.replication.experiment import OBJECTIVES, objective_parameters
+from hnclip_core.replication.objectives import OBJECTIVES, objective_parameters
 from hnclip_core.toy import TOY_ARCHITECTURE
 
 #: Long-CLIP-L = OpenAI ViT-L/14 (open_clip ``ViT-L-14-quickgelu``: embed 768, 224 px, patch 14, vision

@@ -28,7 +28,7 @@ from hnclip_core.accumulation import ACCUMULATION_MODES, MicroBatch, accumulated
 from hnclip_core.features import encode_batch
 from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen, longclip_param_groups
 from hnclip_core.losses import HNClipTokenLoss
-from hnclip_core.replication.experiment import objective_parameters
+from hnclip_core.replication.objectives import objective_parameters
 from hnclip_core.toy import TOY_ARCHITECTURE
 from hnclip_core.toy.synthetic import SyntheticConfig, generate_examples
 

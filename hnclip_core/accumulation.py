@@ -12,8 +12,10 @@ accumulation"), in one process or across several.
 
 Across processes (``torchrun``), each process encodes its shard of every micro-batch and the loss gathers
 the shards, as it does inside open_clip's own trainer: :class:`~hnclip_core.losses.HNClipTokenLoss` built with
-``rank``, ``world_size`` and ``gather_with_grad=True`` all-gathers features, Ḡ's captions and token tensors
-through open_clip's ``gather_features``, so every process evaluates the loss of the whole global micro-batch
+``rank``, ``world_size`` and ``gather_with_grad=True`` all-gathers the features and Ḡ's captions through open_clip's
+``gather_features`` and the token tensors in one packed differentiable ``all_gather``
+(:meth:`~hnclip_core.losses.HNClipTokenLoss.gather_tokens`), so every process evaluates the loss of the whole global
+micro-batch
 (InfoNCE's negatives, Ḡ and L_tok's negatives span all processes, exactly as in one process with the large
 batch). The gather's backward sums, over processes, the gradients that reach each shard, and
 ``DistributedDataParallel`` averages parameter gradients over processes: together the single-process gradient

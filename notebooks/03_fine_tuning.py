@@ -77,7 +77,8 @@ from hnclip_core.evaluate import encode_dataset, retrieval_examples
 from hnclip_core.features import encode_batch
 from hnclip_core.longclip import keep_first_positions_frozen, load_longclip, longclip_param_groups
 from hnclip_core.losses import HNClipTokenLoss, valid_text_token_mask
-from hnclip_core.replication.experiment import OBJECTIVES, Experiment
+from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication.objectives import OBJECTIVES
 from hnclip_core.replication.paper import DOCCI_RECALL, paper_mean_r1
 from hnclip_core.replication.plots import show
 from hnclip_core.replication.plots.training import plot_convergence

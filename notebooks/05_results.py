@@ -37,7 +37,8 @@ from IPython.display import Markdown, display
 
 from hnclip_core.replication import ablations as studies
 from hnclip_core.replication import paper
-from hnclip_core.replication.experiment import OBJECTIVES, Experiment
+from hnclip_core.replication.experiment import Experiment
+from hnclip_core.replication.objectives import OBJECTIVES
 from hnclip_core.replication.plots import show
 from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,

@@ -8,6 +8,7 @@ import torch
 
 from hnclip_core.replication import experiment as experiment_module
 from hnclip_core.replication.experiment import Experiment, run_directory
+from hnclip_core.replication.objectives import objective_parameters
 from hnclip_core.toy import TOY_FINETUNE
 from hnclip_core.toy.synthetic import SyntheticConfig
 from hnclip_core.train import TrainConfig
@@ -56,7 +57,7 @@ def test_output_dir_falls_back_to_the_environment_variable(tmp_path, monkeypatch
 
 
 def settings(objective="hn", **changes):
-    config = TrainConfig(checkpoint="a.pt", **{**experiment_module.objective_parameters(objective), **changes})
+    config = TrainConfig(checkpoint="a.pt", **{**objective_parameters(objective), **changes})
     return {**dataclasses.asdict(config), "objective": objective, "framework": "longclip",
             "caption_augmentation": "none", "segment_file": None}
 

@@ -7,7 +7,7 @@ from importlib import resources
 import pytest
 
 from hnclip_core.replication import paper
-from hnclip_core.replication.experiment import OBJECTIVES
+from hnclip_core.replication.objectives import OBJECTIVES
 
 EXPECTED = {
     "table1", "table2", "table3a", "table3b", "table3c", "tableA1", "tableA2", "tableA3", "tableA4", "tableA5",

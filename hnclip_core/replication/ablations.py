@@ -38,11 +38,12 @@ from pathlib import Path
 from ..files import file_sha256, write_text_atomically
 from ..frameworks import FRAMEWORKS
 from .batch import POINT_FILE, GridSpec, collect_json, load_summary, run_grid
-from .experiment import OBJECTIVES, Experiment
+from .experiment import Experiment
+from .objectives import BASELINES, METHOD, OBJECTIVES
 from .report import DIRECTIONS, markdown_table, recall_table
 
 __all__ = [
-    "BASELINES", "CHAPTER_STUDIES", "SCALES", "STUDIES", "Study", "chapter_plan", "collect",
+    "CHAPTER_STUDIES", "SCALES", "STUDIES", "Study", "chapter_plan", "collect",
     "committed_grids_apply", "grid_spec", "section", "components_table",
     "fractions_table", "margin_source_table",
     "plug_and_play_table", "run_studies", "seeds_table", "slim", "strongest_baseline", "temperature_table",
@@ -162,9 +163,8 @@ def grid_spec(study: Study) -> GridSpec:
     if study.transfer:
         parameters["transfer"] = dict(study.transfer)
     return GridSpec(Path("notebooks/ablation_run.ipynb"), RUNS_ROOT / study.name, parameters, study.grid("full"))
-#: The baselines available on the embedded default (plain fine-tuning with or without L_tok).
-BASELINES = ("clip", "tok")
-METHOD = "hn+tok"
+
+
 COMPONENT_LABELS = {"clip": "L_tok ✗ · L_HN ✗ (InfoNCE)", "tok": "L_tok ✓ · L_HN ✗", "hn": "L_tok ✗ · L_HN ✓",
                     "hn+tok": "L_tok ✓ · L_HN ✓ (HN-CLIP)"}
 _KEPT = ("config", "zero_shot", "best", "last", "history")

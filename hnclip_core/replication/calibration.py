@@ -22,8 +22,8 @@ from ..files import write_text_atomically
 from ..longclip import load_longclip
 from ..train import TrainConfig, resolve_device, train
 from .ablations import portable_paths
-from .experiment import objective_parameters
 from .geometry import caption_similarity_stats, encode_captions, in_batch_hardness
+from .objectives import objective_parameters
 from .scorecard import Verdict, calibration_view
 from .tidy import read_results
 

@@ -45,22 +45,19 @@ from ..longclip import load_longclip
 from ..toy import register_datasets
 from ..toy.synthetic import SYNTHETIC_DATASETS, SyntheticConfig, config_hash
 from ..train import STATE_FILE, TrainConfig, check_field_types, recall_row, resolve_device, train
+from .objectives import objective_name, objective_parameters
 from .plots import save_figure
 
 register_datasets()  # an experiment runs on the embedded benchmark unless told otherwise
 
 __all__ = [
-    "Experiment", "OBJECTIVES", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "objective_name", "objective_parameters",
-    "run_directory",
+    "Experiment", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "run_directory",
 ]
 
 #: Environment variable naming the output folder when a notebook's ``output_dir`` parameter is None.
 OUTPUT_DIR_VARIABLE = "HNCLIP_OUTPUT_DIR"
-#: Fine-tuning learning rate of the paper's recipe (§3.1, App. D.1).
-PAPER_LR = 2e-6
-#: The objectives of Table 3b by the short names the studies use, with the paper's names. Each is a setting of
-#: the loss's two parameters (:func:`objective_parameters`): γ of Eq. 2 and λ of Eq. 3.
-OBJECTIVES = {"clip": "InfoNCE", "tok": "InfoNCE + L_tok", "hn": "L_HN", "hn+tok": "HN-CLIP"}
+#: Fine-tuning learning rate of the paper's recipe (§3.1, App. D.1): the core trainer's default.
+PAPER_LR = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "lr")
 #: Bump when a change of code changes what a cached run computes: every cached run is then trained anew.
 RUN_CACHE_VERSION = 2
 #: Run settings that do not change what a run computes (left out of the run's identity). The objective's name
@@ -73,21 +70,6 @@ _NOT_ZERO_SHOT = ("objective", "gamma", "token_weight", "margin_source", "logit_
                   "lr", "weight_decay", "warmup_steps", "epochs", "micro_batch_size", "accumulation_steps",
                   "accumulation", "train_fraction", "monitor_every", "monitor_gamma", "framework",
                   "segment_file")
-
-
-def objective_parameters(objective: str, gamma: float = 0.5, token_weight: float = 1.0) -> dict:
-    """γ and λ of one of :data:`OBJECTIVES`: ``clip`` γ = λ = 0 (Eq. 1), ``tok`` λ only, ``hn`` γ only (Eq. 2),
-    ``hn+tok`` both (Eq. 3)."""
-    if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}; choose one of {list(OBJECTIVES)}")
-    return {"gamma": gamma if objective.startswith("hn") else 0.0,
-            "token_weight": token_weight if objective.endswith("tok") else 0.0}
-
-
-def objective_name(gamma: float, token_weight: float) -> str:
-    """The short name of a setting of (γ, λ): the inverse of :func:`objective_parameters` up to the strengths."""
-    return {(False, False): "clip", (False, True): "tok", (True, False): "hn", (True, True): "hn+tok"}[
-        (bool(gamma), bool(token_weight))]
 
 
 def _write_json(path: Path, data, indent: int = 2) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from . import paper
+from .objectives import BASELINES
 from .report import markdown_table
 from .tidy import NotMeasured, Table, seed_std
 
@@ -34,7 +35,6 @@ __all__ = ["CALIBRATION", "CLAIMS", "Claim", "DAMAGE_LIMITATION", "JUDGED_AS_CLA
            "calibration_view", "claims_table", "design_targets", "judge"]
 
 STATUSES = ("reproduced", "not reproduced", "not measured")
-BASELINES = ("clip", "tok")  # the objectives without L_HN: what HN-CLIP is compared with
 _EPS = 1e-9  # R@1 values are multiples of 100/N; a difference below this is float noise, i.e. a tie
 
 

@@ -18,7 +18,7 @@ file                           ``study``       rows
 
 Parameter columns (:data:`PARAMETERS`, None where a file does not say): ``source`` (the file), ``study``, ``run``
 (one trained model), ``objective`` (named by its γ and λ where the run's config records them,
-:data:`hnclip_core.replication.experiment.OBJECTIVES`), ``gamma``, ``token_weight``, ``margin_source``, ``seed``,
+:data:`hnclip_core.replication.objectives.OBJECTIVES`), ``gamma``, ``token_weight``, ``margin_source``, ``seed``,
 ``train_fraction``, ``framework``, ``dataset`` (trained on), ``eval_dataset`` (evaluated on), ``logit_scale``
 (a fixed s; None: learned) and ``epoch``. Every other key is a metric: the training history's (``t2i_r1`` …
 ``mean_r1``, ``caption_mean_similarity``, ``train_loss``, ``s`` — the history's learned logit scale), the gradient
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import variance
 
-from .experiment import objective_parameters
+from .objectives import objective_name, objective_parameters
 
 __all__ = ["PARAMETERS", "STUDY_KEYS", "NotMeasured", "Table", "read_results", "seed_std", "stale_studies"]
 
@@ -46,7 +46,6 @@ PARAMETERS = ("source", "study", "run", "objective", "gamma", "token_weight", "m
               "train_fraction", "framework", "dataset", "eval_dataset", "logit_scale", "epoch")
 #: Parameters that a seed study varies (with the run itself); the others must agree for runs to be compared.
 _NOT_COMPARED = ("run", "seed", "epoch")
-_OBJECTIVE_OF = {(False, False): "clip", (False, True): "tok", (True, False): "hn", (True, True): "hn+tok"}
 
 
 class NotMeasured(LookupError):
@@ -185,7 +184,7 @@ def _parameters(config: Mapping | None, **fixed) -> dict:
                  logit_scale=config.get("logit_scale"), objective=config.get("objective"))
     p.update(fixed)
     if p["gamma"] is not None and p["token_weight"] is not None:
-        p["objective"] = _OBJECTIVE_OF[(p["gamma"] > 0, p["token_weight"] > 0)]
+        p["objective"] = objective_name(p["gamma"] > 0, p["token_weight"] > 0)
     return p
 
 

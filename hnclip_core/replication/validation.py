@@ -28,7 +28,7 @@ import torch
 from ..files import write_text_atomically
 from ..train import TrainConfig, train
 from .ablations import portable_paths
-from .experiment import objective_parameters
+from .objectives import objective_parameters
 
 __all__ = ["sweep_cameras", "chosen_camera", "sweep_rates", "chosen_rate", "CAMERA_TARGETS"]
 

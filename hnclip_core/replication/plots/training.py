@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import matplotlib
 from matplotlib.figure import Figure
 
-from ..experiment import OBJECTIVES
+from ..objectives import OBJECTIVES
 from . import METHOD_COLOURS, finish_axes
 
 __all__ = ["method_colour", "method_name", "plot_convergence", "plot_metric_sweep"]
@@ -26,7 +26,7 @@ def method_colour(label: str, index: int):
 
 def method_name(label: str) -> str:
     """How a figure names ``label``: an objective's short name becomes the paper's (InfoNCE, InfoNCE + L_tok, L_HN,
-    HN-CLIP; :data:`~hnclip_core.replication.experiment.OBJECTIVES`, Table 3b); any other label is kept."""
+    HN-CLIP; :data:`~hnclip_core.replication.objectives.OBJECTIVES`, Table 3b); any other label is kept."""
     return OBJECTIVES.get(label, label)
 
 
