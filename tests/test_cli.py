@@ -88,3 +88,15 @@ def test_a_harness_command_without_the_lab_extra_names_it():
     # a module of the package itself missing is a broken install: the error stays as it is
     with pytest.raises(ModuleNotFoundError), needs_lab("calibrate"):
         raise ModuleNotFoundError("No module named 'hnclip_core.gone'", name="hnclip_core.gone")
+
+
+def test_importing_the_command_line_or_the_experiments_registers_no_dataset():
+    """The embedded benchmark joins load_pairs' names when a command or an Experiment runs, not on import."""
+    import subprocess
+    import sys
+
+    probe = ("import hnclip_core.replication.cli, hnclip_core.replication.experiment\n"
+             "from hnclip_core.data import SPLITS\n"
+             "assert 'synthetic' not in SPLITS, sorted(SPLITS)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

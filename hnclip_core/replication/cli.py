@@ -32,8 +32,6 @@ import typing
 from ..toy import register_datasets
 from ..train import TrainConfig
 
-register_datasets()  # every command accepts the embedded benchmark by name
-
 #: TrainConfig fields that ``calibrate`` sets itself (each run's seed and monitor, nothing written per run).
 CALIBRATION_SETS = frozenset({"seed", "monitor_every", "output_dir", "resume", "save_state", "progress"})
 
@@ -159,6 +157,7 @@ def needs_lab(command: str):
 
 
 def main(argv: list[str] | None = None) -> int:
+    register_datasets()  # every command accepts the embedded benchmark by name
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     if args.command == "train":

@@ -48,8 +48,6 @@ from ..train import STATE_FILE, TrainConfig, check_field_types, recall_row, reso
 from .objectives import objective_name, objective_parameters
 from .plots import save_figure
 
-register_datasets()  # an experiment runs on the embedded benchmark unless told otherwise
-
 __all__ = [
     "Experiment", "OUTPUT_DIR_VARIABLE", "PAPER_LR", "run_directory",
 ]
@@ -139,6 +137,7 @@ class Experiment:
 
     def __post_init__(self):
         check_field_types(self, "parameter")
+        register_datasets()  # an experiment runs on the embedded benchmark unless told otherwise
         for name, root, option in ((self.dataset, self.data_root, "data_root"),
                                    (self.eval_dataset, self.eval_data_root, "eval_data_root")):
             if name is not None:
