@@ -33,7 +33,7 @@ import torch
 from .accumulation import accumulated_losses
 from .features import encode_batch
 from .files import write_atomically
-from .losses import SOLVED_LOSS_THRESHOLD, HNClipTokenLoss
+from .losses import PAPER_GAMMA, SOLVED_LOSS_THRESHOLD, HNClipTokenLoss
 
 __all__ = ["GradientMeasurement", "GradientMonitor", "batch_gradient"]
 
@@ -80,7 +80,7 @@ def batch_gradient(model, micro_batches, loss_fn: HNClipTokenLoss, accumulation:
 class GradientMonitor:
     """Records :class:`GradientMeasurement` every ``every`` optimizer steps and summarises per epoch."""
 
-    def __init__(self, every: int = 5, gamma: float = 0.5):
+    def __init__(self, every: int = 5, gamma: float = PAPER_GAMMA):
         if every < 1:
             raise ValueError(f"every must be at least 1, got {every}")
         self.every = every

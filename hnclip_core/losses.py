@@ -23,6 +23,8 @@ import torch.nn.functional as F
 from open_clip.loss import ClipLoss, gather_features
 
 __all__ = [
+    "PAPER_GAMMA",
+    "PAPER_TOKEN_WEIGHT",
     "SOLVED_LOSS_THRESHOLD",
     "HNClipLoss",
     "HNClipTokenLoss",
@@ -32,6 +34,9 @@ __all__ = [
     "valid_text_token_mask",
 ]
 
+#: The paper's margin strength γ of Eq. 2 (§3.1; Table 3a sweeps it) and weight λ of L_tok in Eq. 3.
+PAPER_GAMMA = 0.5
+PAPER_TOKEN_WEIGHT = 1.0
 #: A batch whose loss is below this value counts as "solved" in the paper's gradient analysis (§2.4, Fig. 4).
 SOLVED_LOSS_THRESHOLD = 1e-3
 
@@ -143,7 +148,7 @@ class HNClipLoss(ClipLoss):
     stopgrad(local captions · all captionsᵀ) with the positives at column ``rank·B + i``.
     """
 
-    def __init__(self, gamma: float = 0.5, **clip_loss_kwargs):
+    def __init__(self, gamma: float = PAPER_GAMMA, **clip_loss_kwargs):
         super().__init__(**clip_loss_kwargs)
         self.gamma = gamma
         self._margin_text_features: torch.Tensor | None = None
@@ -192,7 +197,7 @@ class HNClipTokenLoss(HNClipLoss):
     batch on every process: ``gather_with_grad=True``, not ``local_loss`` or horovod.
     """
 
-    def __init__(self, gamma: float = 0.5, token_weight: float = 1.0, **clip_loss_kwargs):
+    def __init__(self, gamma: float = PAPER_GAMMA, token_weight: float = PAPER_TOKEN_WEIGHT, **clip_loss_kwargs):
         super().__init__(gamma, **clip_loss_kwargs)
         if token_weight and self.world_size > 1 and (self.local_loss or self.use_horovod or not self.gather_with_grad):
             raise ValueError("L_tok over several processes needs the whole batch's token tensors with gradient: "

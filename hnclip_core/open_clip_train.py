@@ -47,7 +47,7 @@ import torch
 from .data import ImageCaptionPair
 from .files import write_atomically, write_text_atomically
 from .longclip import ClipArchitecture, infer_architecture, load_longclip, open_clip_config
-from .losses import HNClipLoss
+from .losses import PAPER_GAMMA, HNClipLoss
 
 __all__ = ["CONFIG_NAME", "WEIGHTS_NAME", "CSV_COLUMNS", "export_model", "export_csv", "create_hn_clip_loss",
            "hook_hn_clip_loss", "main"]
@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="open_clip_train with L_HN (Eq. 2) in place of ClipLoss; every other option is open_clip_train's "
                     "(python -m open_clip_train.main --help).",
     )
-    parser.add_argument("--gamma", type=float, default=0.5, help="the margin weight γ of Eq. 2 (0: InfoNCE, "
+    parser.add_argument("--gamma", type=float, default=PAPER_GAMMA, help="the margin weight γ of Eq. 2 (0: InfoNCE, "
                         "open_clip_train's ClipLoss) (default: 0.5, the paper's)")
     parser.add_argument("--training-logs", metavar="DIR", default=None,
                         help="open_clip_train's --logs under another name, which torchrun's own parser does not "

@@ -55,10 +55,11 @@ from .evaluate import DEFAULT_KS, caption_geometry, encode_dataset, mean_recall,
 from .features import BatchEncoder
 from .files import write_atomically, write_text_atomically
 from .longclip import keep_first_positions_frozen, load_longclip, longclip_param_groups
-from .losses import HNClipTokenLoss
+from .losses import PAPER_GAMMA, PAPER_TOKEN_WEIGHT, HNClipTokenLoss
 
 __all__ = [
-    "TrainConfig", "TrainingHooks", "check_field_types", "train", "recall_row", "resolve_device", "training_subset",
+    "TrainConfig", "FIELD_ROLES", "IDENTITY_ROLES", "PAPER_LR", "config_fields", "changed_identity", "TrainingHooks",
+    "check_field_types", "train", "recall_row", "resolve_device", "training_subset",
     "epoch_batches", "shuffled_batches", "TrainingDiverged",
 ]
 
@@ -66,6 +67,8 @@ log = logging.getLogger(__name__)
 
 MARGIN_SOURCES = ("recomputed", "frozen")
 STATE_FILE = "training_state.pt"
+#: The fine-tuning learning rate of the paper's recipe (§3.1, App. D.1).
+PAPER_LR = 2e-6
 
 
 def _matches(value, hint) -> bool:
@@ -96,11 +99,26 @@ def check_field_types(instance, what: str = "field") -> None:
             raise TypeError(f"{what} {f.name!r} must be {expected}, got {value!r} ({type(value).__name__})")
 
 
-def _option(default, help: str):
-    """A config field with its command-line help text."""
+#: What a :class:`TrainConfig` field is to a run. Every field declares one beside its help text, and every list of
+#: fields elsewhere (a run's identity and its cache folder, which runs share an epoch-0 evaluation, what resume
+#: checks) is derived from them by :func:`config_fields`.
+FIELD_ROLES = {
+    "start": "decide the model a run starts from and what it is evaluated on, and so its epoch-0 evaluation",
+    "training": "shape the fine-tuning alone: runs that differ only in these share their epoch-0 evaluation",
+    "runtime": "change how a run is carried out or where it is written, never what it computes",
+}
+#: The roles that make up a run's identity: two runs that agree on these compute the same thing.
+IDENTITY_ROLES = ("start", "training")
+
+
+def _option(default, help: str, role: str):
+    """A config field with its command-line help text and its role in a run (:data:`FIELD_ROLES`)."""
+    if role not in FIELD_ROLES:
+        raise ValueError(f"role must be one of {list(FIELD_ROLES)}, got {role!r}")
+    metadata = {"help": help, "role": role}
     if isinstance(default, tuple):
-        return field(default_factory=lambda: default, metadata={"help": help})
-    return field(default=default, metadata={"help": help})
+        return field(default_factory=lambda: default, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 class TrainingDiverged(FloatingPointError):
@@ -113,58 +131,56 @@ class TrainConfig:
 
     # model and data
     checkpoint: str | None = _option(
-        None, "Long-CLIP-format checkpoint (longclip-L.pt, longclip-B.pt, ...); required"
-    )
-    dataset: str = _option("docci", "benchmark name: docci, dci, long-dci, urban1k, vg, synthetic or synthetic-alt")
-    data_root: str | None = _option(None, "folder holding the benchmark (not needed for synthetic)")
-    train_split: str = _option("train", "split to fine-tune on")
-    eval_split: str = _option("test", "split to evaluate on every epoch")
+        None, "Long-CLIP-format checkpoint (longclip-L.pt, longclip-B.pt, ...); required", "start")
+    dataset: str = _option(
+        "docci", "benchmark name: docci, dci, long-dci, urban1k, vg, synthetic or synthetic-alt", "start")
+    data_root: str | None = _option(None, "folder holding the benchmark (not needed for synthetic)", "start")
+    train_split: str = _option("train", "split to fine-tune on", "start")
+    eval_split: str = _option("test", "split to evaluate on every epoch", "start")
     eval_dataset: str | None = _option(
-        None, "benchmark evaluated on, for transfer (e.g. vg → urban1k); default: the training dataset"
-    )
-    eval_data_root: str | None = _option(None, "folder of eval_dataset (default: data_root if eval_dataset is unset)")
-    train_fraction: float = _option(1.0, "share of the training pairs used, the same for every method (Fig. 6)")
+        None, "benchmark evaluated on, for transfer (e.g. vg → urban1k); default: the training dataset", "start")
+    eval_data_root: str | None = _option(
+        None, "folder of eval_dataset (default: data_root if eval_dataset is unset)", "start")
+    train_fraction: float = _option(
+        1.0, "share of the training pairs used, the same for every method (Fig. 6)", "training")
     # objective (Eq. 1–3, Table 3): γ = λ = 0 is InfoNCE, λ = 0 is L_HN, both > 0 is HN-CLIP
-    gamma: float = _option(0.5, "boost strength γ of Eq. 2 (0: InfoNCE's logits)")
-    token_weight: float = _option(1.0, "λ of Eq. 3, the weight of L_tok (0: no token term)")
+    gamma: float = _option(PAPER_GAMMA, "boost strength γ of Eq. 2 (0: InfoNCE's logits)", "training")
+    token_weight: float = _option(PAPER_TOKEN_WEIGHT, "λ of Eq. 3, the weight of L_tok (0: no token term)", "training")
     margin_source: str = _option(
-        "recomputed", "Ḡ from the live text encoder (recomputed) or a frozen copy of the initial one (frozen, Table 3c)"
-    )
+        "recomputed", "Ḡ from the live text encoder (recomputed) or a frozen copy of the initial one (frozen, "
+        "Table 3c)", "training")
     logit_scale: float | None = _option(
-        None,
-        "fix the inverse temperature s at this value (not learned; the s × γ study of App. B.2); default: "
-        "learned, initialised from the checkpoint",
-    )
+        None, "fix the inverse temperature s at this value (not learned; the s × γ study of App. B.2); default: "
+        "learned, initialised from the checkpoint", "training")
     # optimisation (§3.1, App. D.1)
-    lr: float = _option(2e-6, "AdamW learning rate (paper: 2e-6)")
-    weight_decay: float = _option(0.01, "AdamW weight decay (Long-CLIP's 0.01; none on the positional table)")
-    warmup_steps: int = _option(10, "linear warm-up optimizer steps before the cosine decay")
-    epochs: int = _option(10, "fine-tuning epochs (paper: 10)")
-    micro_batch_size: int = _option(16, "pairs per forward pass and process (paper: 16, one process)")
-    accumulation_steps: int = _option(8, "micro-batches per optimizer step (paper: 8, effective batch 128)")
+    lr: float = _option(PAPER_LR, "AdamW learning rate (paper: 2e-6)", "training")
+    weight_decay: float = _option(
+        0.01, "AdamW weight decay (Long-CLIP's 0.01; none on the positional table)", "training")
+    warmup_steps: int = _option(10, "linear warm-up optimizer steps before the cosine decay", "training")
+    epochs: int = _option(10, "fine-tuning epochs (paper: 10)", "training")
+    micro_batch_size: int = _option(16, "pairs per forward pass and process (paper: 16, one process)", "training")
+    accumulation_steps: int = _option(
+        8, "micro-batches per optimizer step (paper: 8, effective batch 128)", "training")
     accumulation: str = _option(
-        "naive", "naive (each micro-batch its own contrastive batch) or cached (the effective batch's negatives)"
-    )
+        "naive", "naive (each micro-batch its own contrastive batch) or cached (the effective batch's negatives)",
+        "training")
     # run
-    seed: int = _option(0, "seed of initialisation, data subset and batch order")
-    device: str = _option("auto", "auto (cuda, mps, cpu), or a torch device name")
-    eval_batch_size: int = _option(64, "batch size of the evaluation encoder pass")
-    eval_ks: tuple[int, ...] = _option(DEFAULT_KS, "Recall@K ranks reported")
-    num_workers: int = _option(0, "DataLoader worker processes for image decoding")
+    seed: int = _option(0, "seed of initialisation, data subset and batch order", "start")
+    device: str = _option("auto", "auto (cuda, mps, cpu), or a torch device name", "runtime")
+    eval_batch_size: int = _option(64, "batch size of the evaluation encoder pass", "runtime")
+    eval_ks: tuple[int, ...] = _option(DEFAULT_KS, "Recall@K ranks reported", "start")
+    num_workers: int = _option(0, "DataLoader worker processes for image decoding", "runtime")
     skip_bad_images: bool = _option(
-        False, "drop pairs whose image is missing or unreadable (counted, logged once) instead of stopping"
-    )
+        False, "drop pairs whose image is missing or unreadable (counted, logged once) instead of stopping", "start")
     output_dir: str | None = _option(
-        None,
-        "where history.json/.csv and the training state go (nothing is written if unset)",
-    )
-    resume: bool = _option(False, "continue the run in output_dir from its last completed epoch")
-    save_state: bool = _option(True, "write the training state after every epoch (needed for resume)")
-    monitor_every: int = _option(0, "gradient diagnostics of §2.4 every k optimizer steps (0 = off)")
+        None, "where history.json/.csv and the training state go (nothing is written if unset)", "runtime")
+    resume: bool = _option(False, "continue the run in output_dir from its last completed epoch", "runtime")
+    save_state: bool = _option(True, "write the training state after every epoch (needed for resume)", "runtime")
+    monitor_every: int = _option(0, "gradient diagnostics of §2.4 every k optimizer steps (0 = off)", "training")
     monitor_gamma: float = _option(
-        0.5, "γ of the L_HN the gradient diagnostics compare with L_CLIP, whatever the run trains (§2.4: 0.5)"
-    )
-    progress: bool | None = _option(None, "show progress bars (default: only on a terminal)")
+        PAPER_GAMMA, "γ of the L_HN the gradient diagnostics compare with L_CLIP, whatever the run trains (§2.4)",
+        "training")
+    progress: bool | None = _option(None, "show progress bars (default: only on a terminal)", "runtime")
 
     def __post_init__(self):
         check_field_types(self)
@@ -204,6 +220,25 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"unknown TrainConfig field(s) {unknown}; valid: {sorted(known)}")
         return cls(**values)
+
+
+def config_fields(*roles: str) -> tuple[str, ...]:
+    """The names of the :class:`TrainConfig` fields whose role (:data:`FIELD_ROLES`) is one of ``roles``, in the
+    order they are declared; ``config_fields(*IDENTITY_ROLES)`` is a run's identity."""
+    unknown = set(roles) - set(FIELD_ROLES)
+    if unknown:
+        raise ValueError(f"unknown role(s) {sorted(unknown)}; roles: {list(FIELD_ROLES)}")
+    return tuple(f.name for f in fields(TrainConfig) if f.metadata["role"] in roles)
+
+
+def changed_identity(saved: dict, config: TrainConfig) -> list[str]:
+    """The identity fields (:data:`IDENTITY_ROLES`) in which ``config`` differs from a run's ``saved`` config: what
+    resume refuses. Runtime fields (the device, the evaluation batch size, ...) may change between the two."""
+    current = asdict(config)
+    comparable = [name for name in config_fields(*IDENTITY_ROLES) if name in saved]
+    as_list = {"eval_ks"}  # a tuple here, a list once it has been through torch.save's pickling or JSON
+    return [name for name in comparable if (list(saved[name]) if name in as_list else saved[name])
+            != (list(current[name]) if name in as_list else current[name])]
 
 
 class TrainingHooks:
@@ -470,12 +505,8 @@ class _Run:
             log.warning("resume: no training state at %s, starting from scratch", path)
             return
         state = torch.load(path, map_location=self.device, weights_only=True)
-        saved = {k: v for k, v in state["config"].items() if k not in ("resume", "progress", "device", "epochs")}
-        current = {k: v for k, v in asdict(self.config).items() if k in saved}
-        current["eval_ks"] = list(current["eval_ks"])
-        saved["eval_ks"] = list(saved["eval_ks"])
-        if saved != current:
-            changed = sorted(k for k in saved if saved[k] != current[k])
+        changed = changed_identity(state["config"], self.config)
+        if changed:
             raise ValueError(f"resume: {path} was written with a different configuration ({changed})")
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])

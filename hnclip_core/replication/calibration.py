@@ -20,6 +20,7 @@ import torch
 from ..data import load_pairs
 from ..files import write_text_atomically
 from ..longclip import load_longclip
+from ..losses import PAPER_GAMMA
 from ..train import TrainConfig, resolve_device, train
 from .ablations import portable_paths
 from .geometry import caption_similarity_stats, encode_captions, in_batch_hardness
@@ -75,7 +76,7 @@ def token_alignment_of(config: TrainConfig) -> dict:
 
     model, _, tokenizer = load_longclip(config.checkpoint)
     return token_alignment(model, benchmark_tensors("train", synthetic_benchmark_of(config)), tokenizer,
-                           gamma=config.gamma or 0.5)
+                           gamma=config.gamma or PAPER_GAMMA)
 
 
 def _run_summary(result: dict) -> dict:

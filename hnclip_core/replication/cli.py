@@ -30,7 +30,7 @@ import sys
 import typing
 
 from ..toy import register_datasets
-from ..train import TrainConfig
+from ..train import FIELD_ROLES, TrainConfig
 
 #: TrainConfig fields that ``calibrate`` sets itself (each run's seed and monitor, nothing written per run).
 CALIBRATION_SETS = frozenset({"seed", "monitor_every", "output_dir", "resume", "save_state", "progress"})
@@ -41,21 +41,24 @@ LAB_INSTALL = "pip install 'hnclip-core[lab]'"
 
 def _add_config_options(parser: argparse.ArgumentParser, leave_out: frozenset[str] = frozenset()) -> None:
     hints = typing.get_type_hints(TrainConfig)
+    groups = {role: parser.add_argument_group(f"{role} options", f"options that {meaning}")
+              for role, meaning in FIELD_ROLES.items()}
     for field in dataclasses.fields(TrainConfig):
         if field.name in leave_out:
             continue
+        group = groups[field.metadata["role"]]
         option = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
         help_text = field.metadata.get("help", "") + f" (default: {default})"
         # Options left out stay None here, so that the toy's preset can fill them (see main).
         if hint in (bool, bool | None):
-            parser.add_argument(option, action=argparse.BooleanOptionalAction, help=help_text)
+            group.add_argument(option, action=argparse.BooleanOptionalAction, help=help_text)
         elif field.name == "eval_ks":
-            parser.add_argument(option, type=int, nargs="+", metavar="K", help=help_text)
+            group.add_argument(option, type=int, nargs="+", metavar="K", help=help_text)
         else:
             kinds = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
-            parser.add_argument(option, type=kinds[0], metavar=kinds[0].__name__.upper(), help=help_text)
+            group.add_argument(option, type=kinds[0], metavar=kinds[0].__name__.upper(), help=help_text)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -44,7 +44,17 @@ from ..frameworks import ADAPTER_LR, build_framework
 from ..longclip import load_longclip
 from ..toy import register_datasets
 from ..toy.synthetic import SYNTHETIC_DATASETS, SyntheticConfig, config_hash
-from ..train import STATE_FILE, TrainConfig, check_field_types, recall_row, resolve_device, train
+from ..train import (
+    FIELD_ROLES,
+    PAPER_LR,
+    STATE_FILE,
+    TrainConfig,
+    check_field_types,
+    config_fields,
+    recall_row,
+    resolve_device,
+    train,
+)
 from .objectives import objective_name, objective_parameters
 from .plots import save_figure
 
@@ -54,20 +64,11 @@ __all__ = [
 
 #: Environment variable naming the output folder when a notebook's ``output_dir`` parameter is None.
 OUTPUT_DIR_VARIABLE = "HNCLIP_OUTPUT_DIR"
-#: Fine-tuning learning rate of the paper's recipe (§3.1, App. D.1): the core trainer's default.
-PAPER_LR = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "lr")
 #: Bump when a change of code changes what a cached run computes: every cached run is then trained anew.
 RUN_CACHE_VERSION = 2
-#: Run settings that do not change what a run computes (left out of the run's identity). The objective's name
-#: is a label: what it trains is its (γ, λ).
-_NOT_IDENTITY = ("output_dir", "resume", "progress", "device", "num_workers", "eval_batch_size", "save_state",
-                 "objective")
-#: Settings that shape the training but not the model a run starts from, nor its evaluation split: runs that
-#: differ only in these share their epoch-0 (zero-shot) evaluation.
-_NOT_ZERO_SHOT = ("objective", "gamma", "token_weight", "margin_source", "logit_scale", "caption_augmentation",
-                  "lr", "weight_decay", "warmup_steps", "epochs", "micro_batch_size", "accumulation_steps",
-                  "accumulation", "train_fraction", "monitor_every", "monitor_gamma", "framework",
-                  "segment_file")
+#: The framework settings a run adds to its TrainConfig; like the config's ``training`` fields they shape the
+#: fine-tuning alone.
+FRAMEWORK_FIELDS = ("framework", "caption_augmentation", "segment_file")
 
 
 def _write_json(path: Path, data, indent: int = 2) -> None:
@@ -87,15 +88,18 @@ def _default_benchmark(settings: dict) -> str | None:
 
 def _identity(settings: dict) -> dict:
     """The part of a run's settings (training config plus objective and framework) that decides what it computes,
-    with the default synthetic benchmark's hash where the run reads it by name."""
-    identity = {k: v for k, v in settings.items() if k not in _NOT_IDENTITY}
+    with the default synthetic benchmark's hash where the run reads it by name. Left out: the config's runtime
+    fields (:data:`hnclip_core.train.FIELD_ROLES`) and the objective's name, a label (what it trains is its γ, λ)."""
+    left_out = (*config_fields("runtime"), "objective")
+    identity = {k: v for k, v in settings.items() if k not in left_out}
     identity["eval_ks"] = list(identity["eval_ks"])
     return {**identity, "default_benchmark": _default_benchmark(settings), "cache_version": RUN_CACHE_VERSION}
 
 
 def _zero_shot_identity(settings: dict) -> dict:
-    """What decides a run's epoch-0 evaluation: its identity without :data:`_NOT_ZERO_SHOT`."""
-    return {k: v for k, v in _identity(settings).items() if k not in _NOT_ZERO_SHOT}
+    """What decides a run's epoch-0 evaluation: its identity without what shapes the fine-tuning alone (the config's
+    training fields, the framework's): runs that differ only in these share their zero-shot evaluation."""
+    return {k: v for k, v in _identity(settings).items() if k not in (*config_fields("training"), *FRAMEWORK_FIELDS)}
 
 
 def run_directory(runs_dir: str | Path, settings: dict) -> Path:
@@ -261,25 +265,14 @@ class Experiment:
 
     # ------------------------------------------------------------------ training runs
     def _training_fields(self) -> dict:
-        return {
-            "dataset": self.dataset,
-            "data_root": self.data_root,
-            "eval_dataset": self.eval_dataset,
-            "eval_data_root": self.eval_data_root,
-            "device": self.device,
-            "seed": self.seed,
-            "epochs": self.epochs,
-            "lr": self.learning_rate,
-            "micro_batch_size": self.micro_batch_size,
-            "accumulation_steps": self.accumulation_steps,
-            "accumulation": self.accumulation,
-            "train_fraction": self.train_fraction,
-            "progress": self.progress,
-        }
+        """The TrainConfig fields these parameters set: each parameter named as a field (``lr`` resolved), but
+        ``output_dir``, which here is the notebook's folder, not a run's (:meth:`run` gives each run its own)."""
+        shared = [f.name for f in dataclasses.fields(self)
+                  if f.init and f.name in config_fields(*FIELD_ROLES) and f.name != "output_dir"]
+        return {**{name: getattr(self, name) for name in shared}, "lr": self.learning_rate}
 
     def _framework_fields(self) -> dict:
-        return {"framework": self.framework, "caption_augmentation": self.caption_augmentation,
-                "segment_file": self.segment_file}
+        return {name: getattr(self, name) for name in FRAMEWORK_FIELDS}
 
     def train_config(self, objective: str = "hn+tok", **overrides) -> TrainConfig:
         """The :class:`TrainConfig` of these parameters and ``objective``; ``overrides`` are further TrainConfig
@@ -288,7 +281,8 @@ class Experiment:
         The checkpoint is always a path (for the toy: the shipped file, whose name carries the recipe's hash),
         so a run's identity changes when the toy does.
         """
-        strengths = objective_parameters(objective, overrides.pop("gamma", 0.5), overrides.pop("token_weight", 1.0))
+        strengths = objective_parameters(objective, **{name: overrides.pop(name) for name in ("gamma", "token_weight")
+                                                         if name in overrides})
         values = {"checkpoint": str(self.checkpoint), **self._training_fields(), **strengths}
         return TrainConfig.from_dict({**values, **overrides})
 

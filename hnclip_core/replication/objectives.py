@@ -3,10 +3,13 @@ and which of them are the baselines. A leaf module: it imports nothing of the ha
 the scorecard, the studies and the experiments can all read it.
 
 Each objective is a setting of the loss's two parameters: γ of Eq. 2 (the margin of L_HN) and λ of Eq. 3 (the
-weight of the token term L_tok).
+weight of the token term L_tok), whose paper values the core defines once (:data:`hnclip_core.losses.PAPER_GAMMA`,
+:data:`~hnclip_core.losses.PAPER_TOKEN_WEIGHT`; the learning rate :data:`hnclip_core.train.PAPER_LR`).
 """
 
 from __future__ import annotations
+
+from ..losses import PAPER_GAMMA, PAPER_TOKEN_WEIGHT
 
 __all__ = ["OBJECTIVES", "BASELINES", "METHOD", "objective_parameters", "objective_name"]
 
@@ -18,7 +21,7 @@ BASELINES = ("clip", "tok")
 METHOD = "hn+tok"
 
 
-def objective_parameters(objective: str, gamma: float = 0.5, token_weight: float = 1.0) -> dict:
+def objective_parameters(objective: str, gamma: float = PAPER_GAMMA, token_weight: float = PAPER_TOKEN_WEIGHT) -> dict:
     """γ and λ of one of :data:`OBJECTIVES`: ``clip`` γ = λ = 0 (Eq. 1), ``tok`` λ only, ``hn`` γ only (Eq. 2),
     ``hn+tok`` both (Eq. 3)."""
     if objective not in OBJECTIVES:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import variance
 
+from ..train import IDENTITY_ROLES, config_fields
 from .objectives import objective_name, objective_parameters
 
 __all__ = ["PARAMETERS", "STUDY_KEYS", "NotMeasured", "Table", "read_results", "seed_std", "stale_studies"]
@@ -44,6 +45,9 @@ log = logging.getLogger(__name__)
 
 PARAMETERS = ("source", "study", "run", "objective", "gamma", "token_weight", "margin_source", "seed",
               "train_fraction", "framework", "dataset", "eval_dataset", "logit_scale", "epoch")
+#: The parameters that are a run's TrainConfig fields, read from its recorded config (the others are labels of the
+#: files and the harness: the objective's name, the framework).
+_CONFIG_PARAMETERS = tuple(name for name in PARAMETERS if name in config_fields(*IDENTITY_ROLES))
 #: Parameters that a seed study varies (with the run itself); the others must agree for runs to be compared.
 _NOT_COMPARED = ("run", "seed", "epoch")
 
@@ -177,11 +181,9 @@ def _parameters(config: Mapping | None, **fixed) -> dict:
         gamma, weight = config.get("gamma"), config.get("token_weight")
         if config.get("objective") is not None and gamma is not None and weight is not None:
             gamma, weight = objective_parameters(config["objective"], gamma, weight).values()
-        p.update(gamma=gamma, token_weight=weight, margin_source=config.get("margin_source"),
-                 seed=config.get("seed"), train_fraction=config.get("train_fraction"),
-                 framework=config.get("framework", "longclip"), dataset=config.get("dataset"),
-                 eval_dataset=config.get("eval_dataset") or config.get("dataset"),
-                 logit_scale=config.get("logit_scale"), objective=config.get("objective"))
+        p.update({name: config.get(name) for name in _CONFIG_PARAMETERS})
+        p.update(gamma=gamma, token_weight=weight, framework=config.get("framework", "longclip"),
+                 eval_dataset=config.get("eval_dataset") or config.get("dataset"), objective=config.get("objective"))
     p.update(fixed)
     if p["gamma"] is not None and p["token_weight"] is not None:
         p["objective"] = objective_name(p["gamma"] > 0, p["token_weight"] > 0)

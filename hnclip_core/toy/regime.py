@@ -34,7 +34,7 @@ from open_clip.loss import ClipLoss
 
 from ..evaluate import caption_geometry, encode_dataset
 from ..features import encode_batch
-from ..losses import HNClipLoss, token_loss, token_similarity, valid_text_token_mask
+from ..losses import PAPER_GAMMA, HNClipLoss, token_loss, token_similarity, valid_text_token_mask
 from ..train import shuffled_batches
 from .synthetic import SyntheticConfig, iter_examples
 
@@ -158,7 +158,7 @@ def flat_gradient(loss: torch.Tensor, parameters: list[torch.Tensor]) -> torch.T
 
 
 def token_alignment(model, train: BenchmarkTensors, tokenizer, micro_batch: int = 16, num_batches: int = 16,
-                    gamma: float = 0.5, seed: int = 0) -> dict:
+                    gamma: float = PAPER_GAMMA, seed: int = 0) -> dict:
     """Global versus token-level (FILIP) ranking on random ``micro_batch``-pair batches of ``train``, and the
     gradients of L_HN (Eq. 2) and L_tok (Eq. 3) at the model's own s, as medians over ``num_batches``:
 
