@@ -62,7 +62,6 @@ interactive = True  # progress bars; papermill batch runs pass False
 # %% tags=[]
 # %matplotlib inline
 #papermill_description=setup
-import json
 import math
 from pathlib import Path
 
@@ -81,6 +80,7 @@ from hnclip_core.replication.plots.ablations import (
 )
 from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep
 from hnclip_core.replication.report import compared, gap_note, recall_table
+from hnclip_core.replication.results_files import Results
 from hnclip_core.replication.scorecard import SEED_SPREAD
 from hnclip_core.replication.tidy import read_results, seed_std
 from hnclip_core.train import training_subset
@@ -95,7 +95,7 @@ exp = Experiment(
 # Which studies run here and which are read from the committed full grids (only at the embedded default, where they
 # are the same experiment at make ablations' scale).
 trained_here, read_here = studies.chapter_plan(exp, scale, trained_here)
-full_grids = json.loads((Path(results_dir) / "ablations.json").read_text()) if read_here else {}
+full_grids = Results(Path(results_dir)).grids if read_here else {}
 
 
 def run_study(name: str) -> dict:

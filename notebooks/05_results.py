@@ -28,7 +28,6 @@ interactive = True  # unused here; kept so that every chapter takes the same swi
 
 # %%
 # %matplotlib inline
-import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -60,9 +59,10 @@ from hnclip_core.replication.report import (
     renamed,
     verdicts_table,
 )
+from hnclip_core.replication.results_files import Results
 from hnclip_core.replication.scorecard import CALIBRATION, CLAIMS, calibration_view, design_targets, judge
-from hnclip_core.replication.tidy import read_results, seed_std
-from hnclip_core.toy.model import shipped_toy_path
+from hnclip_core.replication.tidy import seed_std
+from hnclip_core.toy.model import shipped_toy_path, shipped_toy_record
 from hnclip_core.train import training_subset
 
 exp = Experiment(output_dir=output_dir, progress=False)
@@ -74,13 +74,10 @@ geometry, saturation, fine_tuning, ablations = found.values()
 missing = ", ".join(str(n) for n, data in found.items() if data is None)
 print(f"not run in output_dir: chapter(s) {missing}; their sections are left out" if missing
       else "results of chapters 1–4 found: sections 1–4 show them")
-calibration = json.loads((Path(results_dir) / "calibration.json").read_text())
-grids = json.loads((Path(results_dir) / "ablations.json").read_text())
-throughput = json.loads((Path(results_dir) / "framework_throughput.json").read_text())
+committed = Results(Path(results_dir))
+calibration, grids, throughput = committed.calibration, committed.grids, committed.throughput
 # Everything above as one tidy table, a row per run and epoch: what the judge of sections 5 and 7 reads.
-results = read_results(exp.output_path, calibration=Path(results_dir) / "calibration.json",
-                       ablations=Path(results_dir) / "ablations.json",
-                       throughput=Path(results_dir) / "framework_throughput.json")
+results = committed.table(exp.output_path)
 # σ, the seed spread of average R@1 in that table: the one tolerance of every comparison (section 5 shows it).
 sigma, seed_groups = seed_std(results, "mean_r1")
 
@@ -341,7 +338,7 @@ display(Markdown(studies.throughput_table(throughput, paper.THROUGHPUT)))
 # %%
 # NBVAL_IGNORE_OUTPUT
 scorecard = judge(results)
-toy = json.loads(shipped_toy_path().with_suffix(".json").read_text())
+toy = shipped_toy_record()
 # The backbone chapters 1 and 3 ran on, where it is not the toy (their rows are judged beside the toy's results).
 others = sorted({b for b in (geometry and geometry.get("backbone"),
                              fine_tuning and fine_tuning.get("parameters", {}).get("backbone")) if b and b != "toy"})

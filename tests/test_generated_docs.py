@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from hnclip_core.replication import generated_docs
-from hnclip_core.replication.generated_docs import DOCUMENTS, REPOSITORY, Results, regenerate, without_generated
+from hnclip_core.replication.generated_docs import DOCUMENTS, REPOSITORY, regenerate, without_generated
+from hnclip_core.replication.results_files import PRODUCERS, Results
 from tests.prose_numbers import stale_numbers_in_document
 
 RESULTS = REPOSITORY / "results"
@@ -41,7 +42,7 @@ def test_typed_prose_of_the_documents_states_no_measured_number(name):
 
 @pytest.fixture
 def results_copy(tmp_path) -> Path:
-    for name in generated_docs.PRODUCERS:
+    for name in PRODUCERS:
         if (RESULTS / name).is_file():  # timings.json exists only once benchmarks/time_commands.py has run
             shutil.copy(RESULTS / name, tmp_path / name)
     return tmp_path

@@ -2,7 +2,6 @@
 
 import dataclasses
 import hashlib
-import json
 
 import pytest
 import torch
@@ -10,7 +9,7 @@ import torch
 import hnclip_core.toy.pretrain as pretrain_module
 from hnclip_core.longclip import KEEP_POSITIONS, LONG_CONTEXT, load_longclip, stretch_positional_embedding
 from hnclip_core.toy import TOY_ARCHITECTURE, TOY_RECIPE, ensure_toy_model, shipped_toy_path
-from hnclip_core.toy.pretrain import PretrainRecipe, pretrain
+from hnclip_core.toy.pretrain import PretrainRecipe, checkpoint_record, pretrain
 
 MICRO = PretrainRecipe(TOY_ARCHITECTURE, clip_steps=3, long_steps=3, batch_size=8, warmup_steps=1)
 
@@ -18,7 +17,7 @@ MICRO = PretrainRecipe(TOY_ARCHITECTURE, clip_steps=3, long_steps=3, batch_size=
 def test_shipped_toy_matches_its_record_and_loads_strictly():
     path = ensure_toy_model()
     assert path == shipped_toy_path() and path.stat().st_size < 25 * 2**20
-    record = json.loads(path.with_suffix(".json").read_text())
+    record = checkpoint_record(path)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == record["sha256"]
     assert record["recipe"] == TOY_RECIPE.as_dict() and record["recipe_digest"] == TOY_RECIPE.digest()
     assert len(record["long_stage_losses"]) == TOY_RECIPE.long_steps
@@ -49,7 +48,7 @@ def test_micro_recipe_is_deterministic_resumable_and_long_clip_shaped(tmp_path):
     path = pretrain(MICRO, tmp_path / "toy.pt", save_every=2, progress=False)
     model, _, tokenizer = load_longclip(path)
     assert tokenizer.context_length == LONG_CONTEXT and model.visual.image_size == (64, 64)
-    report = json.loads(path.with_suffix(".json").read_text())
+    report = checkpoint_record(path)
     assert len(report["clip_stage_losses"]) == 3 and len(report["long_stage_losses"]) == 3
     clip_stage, _, short_tokenizer = load_longclip(tmp_path / "toy-clip-stage.pt")
     assert short_tokenizer.context_length == 77
@@ -103,7 +102,7 @@ def test_the_shipped_toy_measures_as_its_record_says():
     from hnclip_core.toy.synthetic import SyntheticConfig
 
     path = ensure_toy_model()
-    record = json.loads(path.with_suffix(".json").read_text())
+    record = checkpoint_record(path)
     probe = record["probes"][-1]
     model, _, tokenizer = load_longclip(path)
     probed = SyntheticConfig(camera=record.get("probe_camera", "plain"))  # records before the field: plain
@@ -178,14 +177,14 @@ def test_the_token_stage_continues_a_toy_of_the_first_two_stages_as_a_run_from_s
     tokens = dataclasses.replace(MICRO, token_steps=2, token_weight=0.3, token_warmup_steps=1)
     assert tokens.without_token_stage() == MICRO and tokens.digest() != MICRO.digest()
     scratch = pretrain(tokens, tmp_path / "scratch.pt", save_every=1, progress=False)
-    report = json.loads(scratch.with_suffix(".json").read_text())
+    report = checkpoint_record(scratch)
     assert len(report["token_stage_losses"]) == 2 and all(len(pair) == 2 for pair in report["token_stage_losses"])
     # the first two stages alone, then the token stage from their file (as from the toy shipped before it)
     base = pretrain(MICRO, tmp_path / "base.pt", progress=False)
     continued = pretrain(tokens, tmp_path / "continued.pt", progress=False, continue_from=base)
     first, second = _weights(scratch), _weights(continued)
     assert all(torch.equal(first[k], second[k]) for k in first)
-    assert json.loads(continued.with_suffix(".json").read_text())["continued_from"]["file"] == "base.pt"
+    assert checkpoint_record(continued)["continued_from"]["file"] == "base.pt"
     held, before = load_longclip(continued)[0].logit_scale, load_longclip(base)[0].logit_scale
     assert torch.equal(held, before)  # s is held through the token stage
     moved = _weights(base)
@@ -226,7 +225,7 @@ def test_the_long_clip_stage_stops_at_the_first_probe_that_meets_the_targets(tmp
     monkeypatch.setattr(regime, "zero_shot_regime", lambda model, train, test, tokenizer: next(readings))
     monkeypatch.setattr(regime, "meets_regime_targets", lambda probe: probe["solved_share"] >= 0.5)
     recipe = dataclasses.replace(MICRO, long_steps=6, target_probe_every=2)
-    report = json.loads(pretrain(recipe, tmp_path / "toy.pt", progress=False).with_suffix(".json").read_text())
+    report = checkpoint_record(pretrain(recipe, tmp_path / "toy.pt", progress=False))
     assert report["stopped_on_targets"] == {"stage": 2, "step": 4}
     assert len(report["long_stage_losses"]) == 4
     assert [p["step"] for p in report["validation_probes"]] == [2, 4]

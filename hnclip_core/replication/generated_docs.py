@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from statistics import fmean, median, stdev
 
 from ..files import write_text_atomically
 from ..losses import token_loss
-from ..toy.model import shipped_toy_path
+from ..toy.model import shipped_toy_record
 from . import paper
 from .ablations import plug_and_play_table, throughput_table, timing_table
 from .committed import tolerances
@@ -42,6 +39,7 @@ from .report import (
     renamed,
     verdicts_table,
 )
+from .results_files import Results
 from .scorecard import CALIBRATION, CLAIMS, DAMAGE_LIMITATION, STATUSES, Verdict, calibration_view, design_targets
 from .tidy import read_results
 
@@ -53,74 +51,7 @@ BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*
                    re.DOTALL)
 #: The README's headline claims, in its order.
 HEADLINE = ("infonce_saturates", "geometry", "hn_stays_active", "gradient_ratio", "beats_infonce", "beats_zero_shot")
-#: The command that writes each results file a renderer reads.
-PRODUCERS = {"calibration.json": "python -m hnclip_core calibrate", "scorecard.json": "make notebooks",
-             "ablations.json": "make ablations",
-             "framework_throughput.json": "python benchmarks/framework_throughput.py --json "
-                                          "results/framework_throughput.json",
-             "timings.json": "python benchmarks/time_commands.py test tutorial",
-             "recall_speed.json": "python benchmarks/recall_speed.py --repeats 3 --json results/recall_speed.json",
-             "train_throughput.json": "python benchmarks/train_throughput.py --rounds 3 --json "
-                                      "results/train_throughput.json",
-             "token_loss_memory.json": "python benchmarks/token_loss_memory.py --json results/token_loss_memory.json"
-                                       " and, for glibc's default, the same with --glibc-dynamic-threshold "
-                                       "--settings 2**23",
-             "install_size.json": "python benchmarks/install_size.py --json results/install_size.json"}
 METHODS = {"clip": "InfoNCE (`clip`)", "hn+tok": "HN-CLIP (`hn+tok`)"}
-
-
-@dataclass(frozen=True)
-class Results:
-    """The committed results a renderer reads (``results_dir``: the repository's ``results/``)."""
-
-    results_dir: Path
-
-    def _json(self, name: str):
-        path = self.results_dir / name
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing: `{PRODUCERS[name]}` writes it")
-        return json.loads(path.read_text())
-
-    @cached_property
-    def calibration(self) -> dict:
-        return self._json("calibration.json")
-
-    @cached_property
-    def grids(self) -> dict:
-        return self._json("ablations.json")
-
-    @cached_property
-    def throughput(self) -> dict:
-        return self._json("framework_throughput.json")
-
-    @cached_property
-    def recall_speed(self) -> dict:
-        return self._json("recall_speed.json")
-
-    @cached_property
-    def train_throughput(self) -> dict:
-        return self._json("train_throughput.json")
-
-    @cached_property
-    def token_loss_memory(self) -> dict:
-        return self._json("token_loss_memory.json")
-
-    @cached_property
-    def install_size(self) -> dict:
-        return self._json("install_size.json")
-
-    @cached_property
-    def timings(self) -> dict[str, dict]:
-        """The commands ``benchmarks/time_commands.py`` measured (none before its first run)."""
-        path = self.results_dir / "timings.json"
-        return json.loads(path.read_text())["commands"] if path.is_file() else {}
-
-    def verdict(self, claim_id: str) -> Verdict:
-        return next(v for v in self.scorecard if v.claim_id == claim_id)
-
-    @cached_property
-    def scorecard(self) -> list[Verdict]:
-        return [Verdict(**entry) for entry in self._json("scorecard.json")]
 
 
 def _counts(verdicts: list[Verdict]) -> str:
@@ -177,7 +108,7 @@ def recall(results: Results) -> str:
 def design_targets_table(results: Results) -> str:
     """The toy's design targets, judged on the calibration (they are not claims of the paper)."""
     rules = {c.id: (c.rule, c.why) for c in CALIBRATION}
-    targets = design_targets(calibration_view(read_results(calibration=results.results_dir / "calibration.json")))
+    targets = design_targets(calibration_view(read_results(calibration=results.path("calibration.json"))))
     met = DESIGN_TARGET_STATUSES
     counts = ", ".join(f"**{sum(v.status == status for v in targets)} {word.strip('*')}**"
                        for status, word in met.items() if any(v.status == status for v in targets))
@@ -192,7 +123,7 @@ def scorecard(results: Results) -> str:
 
 def toy(results: Results) -> str:
     """The shipped toy: its file, recipe digest and zero-shot regime (as the calibration measured it)."""
-    record = json.loads(shipped_toy_path().with_suffix(".json").read_text())
+    record = shipped_toy_record()
     measured_on = results.calibration["base_config"].get("checkpoint")
     if measured_on and measured_on != record["file"]:
         raise ValueError(f"results/calibration.json was measured on {measured_on}, not on the shipped toy "
@@ -310,7 +241,7 @@ def ablation_timings(results: Results) -> str:
 def test_tolerances(results: Results) -> str:
     """How far a trained number of a chapter may lie from ``results/chapter_numbers.json``
     (:func:`.committed.tolerances` of the committed calibration)."""
-    allowed = tolerances(results.results_dir / "calibration.json")
+    allowed = tolerances(results.path("calibration.json"))
     return (f"From the committed calibration: {allowed['recall']:.1f} points for a Recall@1; for the share of "
             f"micro-batches solved under InfoNCE / under L_HN {allowed['micro_solved_clip']:.2f} / "
             f"{allowed['micro_solved_hn']:.2f}, and for the share of whole optimizer steps solved "

@@ -19,10 +19,11 @@ from .model import (
     pretrain_toy,
     ship_toy,
     shipped_toy_path,
+    shipped_toy_record,
 )
 from .synthetic import register_datasets
 
 __all__ = [
     "TOY_ARCHITECTURE", "TOY_FINETUNE", "TOY_RECIPE", "ensure_toy_model", "pretrain_toy", "register_datasets",
-    "ship_toy", "shipped_toy_path",
+    "ship_toy", "shipped_toy_path", "shipped_toy_record",
 ]

@@ -27,12 +27,12 @@ from ..files import file_sha256, write_atomically, write_text_atomically
 from ..longclip import ClipArchitecture, load_longclip, longclip_state_dict
 from ..train import TrainConfig
 from .cache import cache_dir
-from .pretrain import FP32_KEYS, PretrainRecipe, pretrain
+from .pretrain import FP32_KEYS, PretrainRecipe, checkpoint_record, pretrain
 from .synthetic import register_datasets
 
 __all__ = [
-    "TOY_ARCHITECTURE", "TOY_RECIPE", "TOY_FINETUNE", "shipped_toy_path", "ensure_toy_model", "pretrain_toy",
-    "ship_toy", "toy_train_config",
+    "TOY_ARCHITECTURE", "TOY_RECIPE", "TOY_FINETUNE", "shipped_toy_path", "shipped_toy_record", "ensure_toy_model",
+    "pretrain_toy", "ship_toy", "toy_train_config",
 ]
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,11 @@ def shipped_toy_path(recipe: PretrainRecipe = TOY_RECIPE) -> Path:
     return ASSETS / f"toy-longclip-{recipe.digest()}.pt"
 
 
+def shipped_toy_record() -> dict:
+    """The shipped toy's record: its file, SHA-256, recipe, pretraining losses and regime probes."""
+    return checkpoint_record(shipped_toy_path())
+
+
 def ensure_toy_model() -> Path:
     """The shipped toy checkpoint, after checking it against its recorded SHA-256 (no pretraining, ever)."""
     path = shipped_toy_path()
@@ -79,7 +84,7 @@ def ensure_toy_model() -> Path:
             f"the shipped toy Long-CLIP {path.name} (and its record .json) is missing from {ASSETS}; "
             "reinstall the package, or rebuild it with `python -m hnclip_core pretrain-toy --ship`"
         )
-    expected = json.loads(record_path.read_text())["sha256"]
+    expected = checkpoint_record(path)["sha256"]
     if file_sha256(path) != expected:
         raise ValueError(
             f"{path} does not match its recorded SHA-256 {expected[:12]}… (a Git LFS pointer or a partial "
@@ -108,7 +113,7 @@ def ship_toy(trained: str | Path, recipe: PretrainRecipe = TOY_RECIPE) -> Path:
     for old in path.parent.glob("toy-longclip-*"):
         old.unlink()
     write_atomically(path, partial(torch.save, state))
-    report = json.loads(trained.with_suffix(".json").read_text())
+    report = checkpoint_record(trained)
     record = {"file": path.name, "sha256": file_sha256(path), "storage": "fp16 (logit_scale fp32)",
               "recipe_digest": recipe.digest(), **report}
     write_text_atomically(path.with_suffix(".json"), json.dumps(record, indent=1))

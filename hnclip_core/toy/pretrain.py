@@ -203,11 +203,20 @@ def _long_model(clip_model, recipe: PretrainRecipe):
     return model
 
 
+def checkpoint_record(checkpoint: str | Path) -> dict:
+    """The record :func:`pretrain` writes beside a toy checkpoint (its ``.json``: recipe, losses, probes, and for the
+    shipped toy also its file's SHA-256, :func:`~hnclip_core.toy.model.ship_toy`): the one reader of that file."""
+    path = Path(checkpoint).with_suffix(".json")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the record pretraining writes beside {Path(checkpoint).name}")
+    return json.loads(path.read_text())
+
+
 def _continued(recipe: PretrainRecipe, checkpoint: Path) -> dict:
     """A saved state at the end of stage 2, from ``checkpoint``: a toy of ``recipe``'s stages 1–2 with its record
     (``.json``) beside it, as :func:`pretrain` or :func:`~hnclip_core.toy.model.ship_toy` wrote it."""
     base = recipe.without_token_stage()
-    record = json.loads(checkpoint.with_suffix(".json").read_text())
+    record = checkpoint_record(checkpoint)
     if record["recipe"] != base.as_dict():
         raise ValueError(f"{checkpoint} was not pretrained with this recipe's stages 1–2 ({base.digest()})")
     model, _, _ = load_longclip(checkpoint)
@@ -367,5 +376,5 @@ def pretrain(
         **{key: trace[key] for key in ("validation_probes", "stopped_on_targets") if key in trace},
         "parameters": sum(p.numel() for p in model.parameters()),
     }
-    write_text_atomically(output.with_suffix(".json"), json.dumps(report, indent=2))
+    write_text_atomically(output.with_suffix(".json"), json.dumps(report, indent=2))  # read by checkpoint_record
     return output
