@@ -40,9 +40,12 @@ RESULTS = Path("results/validation.json")
 CAMERA_TARGETS = ("solved_share", "twin_error_share")
 
 
-def _write_section(path: str | Path, section: str, results: dict) -> None:
+def _write_section(path: str | Path, section: str, results: dict, key: str | None = None) -> None:
+    """Replace ``section`` of the file at ``path`` (or only its entry ``key``) with ``results``."""
     path = Path(path)
     recorded = json.loads(path.read_text()) if path.is_file() else {}
+    if key is not None:
+        results = {**recorded.get(section, {}), key: results}
     write_text_atomically(path, json.dumps({**recorded, section: results}, indent=2))
 
 
@@ -76,23 +79,31 @@ def chosen_camera(path: str | Path = RESULTS) -> str | None:
 
 
 def sweep_rates(base: TrainConfig, lrs: list[float], seeds: list[int], objective: str = "clip",
-                output: str | Path | None = None, progress: bool = False) -> dict:
+                output: str | Path | None = None, progress: bool = False, framework: str = "longclip") -> dict:
     """Fine-tune ``base`` (the toy's preset: :func:`~hnclip_core.toy.model.toy_train_config`) with ``objective`` at
-    every rate and seed, evaluated on the validation split after every epoch."""
+    every rate and seed, evaluated on the validation split after every epoch (epoch 0: zero-shot). ``framework``
+    other than plain Long-CLIP fine-tuning (a plug-and-play framework, :mod:`hnclip_core.frameworks`) is recorded
+    under ``framework_rates`` of the results file: its own recipe's rate, chosen the same way."""
+    from ..frameworks import build_framework
+
     started = time.perf_counter()
     runs = []
     for lr in lrs:
         for seed in seeds:
             config = replace(base, eval_split=VALIDATION_SPLIT, lr=lr, seed=seed, output_dir=None, progress=progress,
                              **objective_parameters(objective, base.gamma, base.token_weight))
-            result = train(config)
+            result = train(config, hooks=build_framework(framework, config.dataset, seed=seed))
             runs.append({"lr": lr, "seed": seed, "per_epoch_r1": [h["mean_r1"] for h in result["history"]],
                          "train_loss": [h.get("train_loss") for h in result["history"][1:]]})
-    results = {"objective": objective, "split": VALIDATION_SPLIT, "base_config": portable_paths(asdict(config)),
+    results = {"objective": objective, "framework": framework, "split": VALIDATION_SPLIT,
+               "base_config": portable_paths(asdict(config)),
                "runs": runs, "chosen_lr": _best_rate(runs), "seconds": time.perf_counter() - started,
                "torch": torch.__version__}
     if output is not None:
-        _write_section(output, "learning_rate", results)
+        if framework == "longclip":
+            _write_section(output, "learning_rate", results)
+        else:
+            _write_section(output, "framework_rates", results, key=framework)
     return results
 
 
@@ -118,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     rates.add_argument("--lrs", type=float, nargs="+", default=[3e-5, 5e-5, 7e-5])
     rates.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     rates.add_argument("--objective", default="clip")
+    rates.add_argument("--framework", default="longclip", help="a plug-and-play framework's own rate (its recipe)")
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args(argv)
     from ..toy.model import ensure_toy_model, toy_train_config
@@ -130,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"matching cosine {reading['positive_cosine']:.3f}")
         print(f"chosen camera {results['chosen']}")
         return 0
-    results = sweep_rates(toy_train_config(), args.lrs, args.seeds, args.objective, args.output, progress=True)
+    results = sweep_rates(toy_train_config(), args.lrs, args.seeds, args.objective, args.output, progress=True,
+                          framework=args.framework)
     for run in results["runs"]:
         print(f"lr {run['lr']:g} seed {run['seed']}: " + " / ".join(f"{r:.2f}" for r in run["per_epoch_r1"]))
     print(f"chosen lr {results['chosen_lr']:g}")
