@@ -33,7 +33,7 @@ def test_the_camera_is_the_strongest_that_keeps_the_regime_on_validation(monkeyp
 def test_the_sweep_evaluates_on_validation_and_chooses_the_baselines_best_rate(monkeypatch, tmp_path):
     seen = []
 
-    def fake_train(config):
+    def fake_train(config, hooks=None):
         seen.append(config)
         # seed 0 prefers 1e-4, seed 1 prefers 3e-5 by more: the mean of the seeds decides
         last = {(1e-4, 0): 60.0, (1e-4, 1): 50.0, (3e-5, 0): 59.0, (3e-5, 1): 56.0}[(config.lr, config.seed)]
@@ -48,6 +48,19 @@ def test_the_sweep_evaluates_on_validation_and_chooses_the_baselines_best_rate(m
     assert results["chosen_lr"] == 3e-5 == validation.chosen_rate(tmp_path / "validation.json")
     recorded = json.loads((tmp_path / "validation.json").read_text())["learning_rate"]
     assert recorded["runs"][0]["per_epoch_r1"] == [40.0, 59.0, 60.0]
+
+    # a framework's own rate: trained with its hooks, recorded beside the toy's, which it leaves alone
+    hooks = []
+    monkeypatch.setattr(validation, "train", lambda config, hooks=None: hooks_seen(hooks) or fake_train(config))
+
+    def hooks_seen(framework):
+        hooks.append(type(framework).__name__)
+
+    validation.sweep_rates(base, [1e-4, 3e-5], [0, 1], output=tmp_path / "validation.json", framework="goal")
+    recorded = json.loads((tmp_path / "validation.json").read_text())
+    assert set(hooks) == {"GoalFramework"} and recorded["framework_rates"]["goal"]["chosen_lr"] == 3e-5
+    assert recorded["learning_rate"]["framework"] == "longclip" and validation.chosen_rate(
+        tmp_path / "validation.json") == 3e-5
 
 
 def test_the_committed_sweeps_are_the_shipped_toys_and_the_rate_is_the_preset():
