@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import platform
 import statistics
 import tempfile
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 
 import open_clip
 import torch
+from conditions import conditions, write_json
 
 from hnclip_core.accumulation import MicroBatch, accumulated_losses
 from hnclip_core.data import PairDataset, load_pairs
@@ -33,6 +32,7 @@ from hnclip_core.frameworks import FRAMEWORKS, build_framework
 from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen
 from hnclip_core.losses import HNClipTokenLoss
 from hnclip_core.replication.objectives import objective_parameters
+from hnclip_core.replication.report import describe_machine
 from hnclip_core.toy import TOY_ARCHITECTURE, register_datasets
 from hnclip_core.toy.synthetic import SyntheticConfig, write_synthetic_benchmark
 
@@ -87,7 +87,9 @@ def main() -> None:
     parser.add_argument("--accumulation-steps", type=int, default=8)
     parser.add_argument("--frameworks", nargs="+", choices=FRAMEWORKS, default=list(FRAMEWORKS))
     parser.add_argument("--json", type=Path, help="also write the measurements to this file")
+    parser.add_argument("--note", help="with --json: a remark on the conditions, e.g. what else ran")
     args = parser.parse_args()
+    measured_under = conditions(args.note)
 
     batch = args.micro_batch_size * args.accumulation_steps
     preprocess = open_clip.image_transform(TOY_ARCHITECTURE.image_size, is_train=False)
@@ -111,11 +113,9 @@ def main() -> None:
                 runs.append(setups[framework].time_steps(objectives[objective], indices, args.micro_batch_size,
                                                          args.steps))
 
-    machine = (f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
-               f"torch {torch.__version__}, open_clip {open_clip.__version__}")
     setting = (f"toy Long-CLIP, effective batch {batch} = {args.micro_batch_size} x {args.accumulation_steps} "
                f"(naive), {args.rounds} interleaved rounds x {args.steps} steps, per-pair inputs built in every step")
-    print(f"machine: {machine}\n{setting}")
+    print(f"machine: {describe_machine(measured_under['machine'])}\n{setting}")
     reference = statistics.median(next(iter(seconds.values())))
     print(f"{'framework':<12}{'objective':<10}{'img/s':>10}{'time vs first':>15}")
     measured: dict = {}
@@ -127,10 +127,8 @@ def main() -> None:
             "img_per_s": round(row["img_per_s"], 2), "relative_time": round(row["relative_time"], 4),
             "seconds": [round(r, 4) for r in runs]}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"machine": machine, "setting": setting, "batch": batch,
-                                         "rounds": args.rounds, "steps": args.steps, "frameworks": measured},
-                                        indent=1))
+        write_json(args.json, {**measured_under, "setting": setting, "batch": batch, "rounds": args.rounds,
+                               "steps": args.steps, "frameworks": measured})
 
 
 if __name__ == "__main__":

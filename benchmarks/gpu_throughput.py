@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
-import platform
 import statistics
 import time
 from functools import partial
 from pathlib import Path
 
-import open_clip
 import torch
+from conditions import conditions, write_json
 
 from hnclip_core.accumulation import ACCUMULATION_MODES, MicroBatch, accumulated_losses
 from hnclip_core.features import encode_batch
@@ -44,6 +42,7 @@ from hnclip_core.longclip import (
 from hnclip_core.losses import HNClipTokenLoss
 from hnclip_core.replication import paper
 from hnclip_core.replication.objectives import OBJECTIVES, objective_parameters
+from hnclip_core.replication.report import describe_machine
 from hnclip_core.toy import TOY_ARCHITECTURE
 
 #: Long-CLIP-L = OpenAI ViT-L/14 (open_clip ``ViT-L-14-quickgelu``: embed 768, 224 px, patch 14, vision
@@ -138,6 +137,7 @@ def main() -> None:
     parser.add_argument("--autocast", action=argparse.BooleanOptionalAction, default=None,
                         help="bf16 autocast (default: on for CUDA, off otherwise, as hnclip_core.train)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--note", help="with --json: a remark on the conditions, e.g. what else ran")
     parser.add_argument("--force", action="store_true", help="allow --arch longclip-l on a CPU")
     parser.add_argument("--threads", type=int, help="torch CPU threads (1 avoids oversubscription on a busy CPU)")
     args = parser.parse_args()
@@ -189,10 +189,9 @@ def main() -> None:
                 allocated, reserved = torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)
                 peaks[case] = (max(peaks[case][0], allocated), max(peaks[case][1], reserved))
 
-    machine = platform.processor() or platform.machine()
-    device_name = torch.cuda.get_device_name(device) if cuda else f"CPU ({machine}, {torch.get_num_threads()} threads)"
-    print(f"device: {device_name}; torch {torch.__version__}, open_clip {open_clip.__version__}, "
-          f"python {platform.python_version()}")
+    measured_under = conditions(args.note)
+    device_name = torch.cuda.get_device_name(device) if cuda else "CPU"
+    print(f"device: {device_name}; {describe_machine(measured_under['machine'])}")
     print(f"model: {args.arch}, random init, {parameters / 1e6:.1f} M parameters, "
           f"{'bf16 autocast' if autocast else 'fp32'}, AdamW, positional rows 0-19 frozen")
     print(f"batch: {batch} = {size} x {args.accumulation_steps}, random images {arch.image_size} px, captions "
@@ -232,16 +231,15 @@ def main() -> None:
     print(line)
 
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
-            "device": device_name, "torch": torch.__version__, "open_clip": open_clip.__version__,
-            "machine": machine, "arch": args.arch, "architecture": arch.as_dict(), "parameters": parameters,
+        write_json(args.json, {
+            **measured_under, "device": device_name, "arch": args.arch, "architecture": arch.as_dict(),
+            "parameters": parameters,
             "autocast_bf16": autocast, "micro_batch_size": size, "accumulation_steps": args.accumulation_steps,
             "rounds": args.rounds, "steps": args.steps, "mean_caption_tokens": float(lengths.float().mean()),
             "mean_encoded_tokens": trimmed, "resident_gib": resident / 2**30 if cuda else None,
             "results": results,
             "paper_table_a3": table_a3,
-        }, indent=2) + "\n")
+        })
         print(f"wrote {args.json}")
 
 

@@ -12,16 +12,16 @@ rendered from).
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from conditions import conditions, write_json
+from conditions import conditions, machine, write_json
 
 from hnclip_core.evaluate import recall_at_k
+from hnclip_core.replication.report import describe_machine
 
 
 def main() -> None:
@@ -51,8 +51,7 @@ def main() -> None:
             texts @ images.t()
             timings[case]["matmul only"].append(time.perf_counter() - started)
 
-    machine = platform.processor() or platform.machine()
-    print(f"machine: {machine}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+    print(f"machine: {describe_machine(measured_under['machine'] if measured_under else machine())}")
     print(f"{'N':>7}{'D':>6}{'recall_at_k s':>15}{'matmul s':>10}{'ranking s':>11}")
     for n, d in cases:
         total = statistics.median(timings[n, d]["recall_at_k"])

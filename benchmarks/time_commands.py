@@ -19,13 +19,14 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from conditions import machine, write_json
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 #: pytest's closing line: "= 598 passed, 1 skipped in 545.32s (0:09:05) =".
@@ -82,13 +83,6 @@ def import_memory_mb(python: Path) -> float:
     return round(int(kib) / 1024)
 
 
-def machine() -> dict:
-    import torch  # only for its version and the thread count it picks
-
-    return {"platform": platform.platform(), "processor": platform.machine(), "cores": os.cpu_count(),
-            "torch": torch.__version__, "torch_threads": torch.get_num_threads()}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="+", help="make targets, e.g. test tutorial notebook-test")
@@ -107,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         record["commands"][label] = {**measured, "date": datetime.date.today().isoformat(), "machine": machine()}
         print(f"{label}: {measured['wall_seconds'] / 60:.1f} min, peak {measured['peak_memory_gb']} GB",
               file=sys.stderr)
-        args.output.write_text(json.dumps(record, indent=2) + "\n")
+        write_json(args.output, record)
     return 0
 
 

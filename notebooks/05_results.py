@@ -50,6 +50,7 @@ from hnclip_core.replication.plots.training import plot_convergence, plot_metric
 from hnclip_core.replication.report import (
     DESIGN_TARGET_STATUSES,
     compared,
+    describe_machine,
     diagnostics_table,
     format_number,
     geometry_table,
@@ -314,7 +315,7 @@ show(fig)
 # ours is L_HN alone on the toy, on CPU.
 
 # %%
-print(throughput["machine"])
+print(describe_machine(throughput["machine"]))
 print(throughput["setting"])
 display(Markdown(studies.throughput_table(throughput, paper.THROUGHPUT)))
 

@@ -191,3 +191,21 @@ def test_comparison_words_follow_the_scorecards_sigma_convention():
     assert gap_note(0.7, 0.63) == "+0.70: more than σ = 0.63, less than 2σ"
     assert gap_note(-1.4, 0.63) == "-1.40; σ = 0.63"
     assert compared(5.0, float("nan")) == "level with" and gap_note(5.0, float("nan")) == "+5.00, no σ measured"
+
+
+def test_every_benchmark_record_describes_its_machine_in_one_way():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        import conditions
+    finally:
+        sys.path.pop(0)
+    from hnclip_core.replication.report import describe_machine
+
+    recorded = conditions.conditions("a note")["machine"]
+    assert {"processor", "cores", "torch", "torch_threads", "open_clip"} <= set(recorded)
+    line = describe_machine(recorded)
+    assert f"{recorded['cores']} cores" in line and f"torch {recorded['torch']}" in line
+    assert describe_machine("x86_64, 2 threads, torch 2.14") == "x86_64, 2 threads, torch 2.14"  # an older record
+    scripts = Path(__file__).resolve().parent.parent.glob("benchmarks/*.py")
+    writers = [p.name for p in scripts if "--json" in p.read_text() and "write_json(" not in p.read_text()]
+    assert writers == [], f"{writers} write their --json records without conditions.write_json"

@@ -12,9 +12,9 @@ import math
 from collections.abc import Mapping, Sequence
 
 __all__ = [
-    "DESIGN_TARGET_STATUSES", "SOURCE_NAMES", "compared", "diagnostics_table", "format_number", "gap_note",
-    "geometry_table", "markdown_table", "numbers_cell", "power_of_ten", "recall_table", "renamed", "thresholds_table",
-    "verdicts_table",
+    "DESIGN_TARGET_STATUSES", "SOURCE_NAMES", "compared", "describe_machine", "diagnostics_table", "format_number",
+    "gap_note", "geometry_table", "markdown_table", "numbers_cell", "power_of_ten", "recall_table", "renamed",
+    "thresholds_table", "verdicts_table",
 ]
 
 DIRECTIONS = (("t2i", "T→I"), ("i2t", "I→T"))
@@ -134,6 +134,15 @@ SOURCE_NAMES = {
     "fine_tuning.json": "chapter 3", "saturation.json": "chapter 2", "geometry.json": "chapter 1",
     "calibration.json:": "calibration, ", "calibration.json": "calibration", "ablations.json": "chapter 4",
 }
+
+
+def describe_machine(machine: Mapping | str) -> str:
+    """One line for the machine a benchmark record names (``benchmarks/conditions.py``'s ``machine``); a record
+    written before those existed names it as a line already."""
+    if isinstance(machine, str):
+        return machine
+    return (f"{machine['processor']}, {machine['cores']} cores, {machine['torch_threads']} torch threads, "
+            f"torch {machine['torch']}, open_clip {machine.get('open_clip')}")
 
 
 def format_number(value) -> str:
