@@ -28,10 +28,10 @@
 # **Scale.** So that the chapter runs in a few minutes, it trains the two knobs of the loss — (a) and (b) —
 # here, each configuration on a quarter of the training set for 2 epochs (a configuration the two studies share is
 # trained once; (f) re-evaluates three of them). One seed at that scale settles little, so the chapter reads every
-# difference against σ, the seed spread of average R@1 that (e) measures, and its closing sentences are computed
-# from the runs: they say which differences exceed σ, and whether the fine-tuned models end above or below the
-# zero-shot model they start from (on a strong initialisation a short fine-tuning can end below it). Compare the
-# configurations with each other first, and with zero-shot second.
+# difference of two runs against 2√2σ, with σ the seed spread of average R@1 that (e) measures, and its closing
+# sentences are computed from the runs: they say which differences exceed it, and whether the fine-tuned models
+# end above or below the zero-shot model they start from (on a strong initialisation a short fine-tuning can end
+# below it). Compare the configurations with each other first, and with zero-shot second.
 #
 # Sections (c), (d), (e) and (g) would need eleven more runs, so by default they *read* the full grids that
 # `make ablations` ran (all values, full data, 3 epochs; `results/ablations.json`, the grids chapter 5 sets beside
@@ -82,7 +82,8 @@ from hnclip_core.replication.plots.training import plot_convergence, plot_metric
 from hnclip_core.replication.report import compared, gap_note, recall_table
 from hnclip_core.replication.results_files import Results
 from hnclip_core.replication.scorecard import SEED_SPREAD
-from hnclip_core.replication.tidy import read_results, seed_std
+from hnclip_core.replication.significance import SINGLE_RUN_MARGIN, seed_spread
+from hnclip_core.replication.tidy import read_results
 from hnclip_core.train import training_subset
 
 exp = Experiment(
@@ -273,10 +274,11 @@ print(exp.save_json("ablations", studies.slim({
 # %% [markdown] tags=[]
 # ## Reading the results
 # Every comparison below is read against σ, the seed spread of average R@1 that (e) measures: the pooled standard
-# deviation over seeds of each method's last epoch (`hnclip_core.replication.tidy.seed_std`, the same computation
-# chapter 5's scorecard uses). By the scorecard's convention A is *ahead of* B when A − B exceeds σ, *level* with it
-# when the gap is within σ; a gap between σ and 2σ is flagged, because the difference of two single runs varies
-# by more than one run does. The sentences are computed from the runs above, so they stay true on another seed,
+# deviation over seeds of one run's last epoch (`hnclip_core.replication.significance.seed_spread`, the computation
+# chapter 5's scorecard uses). (a)–(d) and (f) compare *two single runs*, and a difference of two independent runs
+# spreads by √2·σ, not σ: so A is *ahead of* B only when A − B exceeds 2·√2·σ (twice that spread), *level* with it
+# otherwise, by the scorecard's one rule. A gap of 1.5σ is what two seeds of one method often show (see the figure of
+# seed differences below). The sentences are computed from the runs above, so they stay true on another seed,
 # backbone or dataset.
 
 # %% tags=[]
@@ -284,20 +286,13 @@ print(exp.save_json("ablations", studies.slim({
 # NBVAL_IGNORE_OUTPUT
 # σ from the seeds study as this chapter saved it (read back as chapter 5's tidy table reads it).
 saved = read_results(exp.output_path).where(source="ablations.json")
-sigma, pooled = seed_std(saved.where(study="seeds"))
-if not pooled:  # without two seeds of one method there is no σ, and no difference can be called beyond it
-    sigma = math.nan
+spread = seed_spread(saved.where(study="seeds"))
+sigma, pooled = spread.value, spread.configurations  # nan without two seeds of one method: nothing beyond noise
 
 
 def r1(run: dict) -> float:
     """A run's last-epoch average R@1."""
     return run["last"]["mean_r1"]
-
-
-def beyond(gap: float) -> str:
-    """How far a difference is from 0 in units of σ, for a list of them."""
-    return ("within σ" if compared(gap, sigma) == "level with" else "between σ and 2σ"
-            if compared(abs(gap), 2 * sigma) != "ahead of" else "more than 2σ")
 
 
 def by_value(runs: dict) -> dict:
@@ -309,8 +304,8 @@ where = {name: f"trained here at {scale!r} scale" if name in trained_here else "
          for name in studies.CHAPTER_STUDIES}
 one_seed = ("(a) and (b) ran one seed each, " + (where["gamma"] if where["gamma"] == where["components"] else
             f"(a) {where['gamma']}, (b) {where['components']}") + ".")
-lines = [f"**The yardstick.** σ = {sigma:.2f} points of average R@1, from {pooled} method{'s' * (pooled > 1)} × "
-         f"{len(seed_runs)} seeds of (e) ({where['seeds']}). {one_seed}" if pooled else
+lines = [f"**The yardstick.** {spread.describe()}, from the seeds of (e) ({where['seeds']}); a difference of two "
+         f"single runs must exceed 2√2σ = {SINGLE_RUN_MARGIN * sigma:.2f} points to count. {one_seed}" if pooled else
          "**The yardstick.** (e) ran no two seeds of one method here, so there is no σ: every difference below is "
          f"one run against another, and none is called beyond the noise. {one_seed}"]
 
@@ -332,11 +327,12 @@ elif above == len(drops):
 else:
     level = len(drops) - above - below
     counts = [f"{n} {'ends' if n == 1 else 'end'} {what}" for n, what in (
-        (above, "above it by more than σ"), (below, "below it by more than σ"), (level, "within σ of it")) if n]
+        (above, "above it by more than 2√2σ"), (below, "below it by more than 2√2σ"), (level, "within 2√2σ of it"))
+        if n]
     lines.append(f"**Against zero-shot** ({zero:.1f}): of the {len(drops)} fine-tuned models of (a) and (b), "
                  + (f"{', '.join(counts[:-1])} and {counts[-1]}" if len(counts) > 1 else counts[0])
                  + f" (from {drops[0]:+.1f} to {drops[-1]:+.1f} points)"
-                 + ("; none ends above it by more than σ." if not above else "."))
+                 + ("; none ends above it by more than 2√2σ." if not above else "."))
 
 # (b): which component does the work
 c = {o: r1(run) for o, run in component_runs.items()}
@@ -347,7 +343,7 @@ lines.append(
     f"{compared(c['hn+tok'] - c['clip'], sigma)} InfoNCE ({gap_note(c['hn+tok'] - c['clip'], sigma)}); L_tok "
     f"alone is {compared(c['tok'] - c['clip'], sigma)} InfoNCE ({gap_note(c['tok'] - c['clip'], sigma)}); and "
     f"adding L_tok to L_HN "
-    f"{compared(c['hn+tok'] - c['hn'], sigma, 'helps', 'changes nothing beyond σ', 'costs accuracy')} "
+    f"{compared(c['hn+tok'] - c['hn'], sigma, 'helps', 'changes nothing beyond 2√2σ', 'costs accuracy')} "
     f"({gap_note(c['hn+tok'] - c['hn'], sigma)}). In the paper (Table 3b, average of DCI and Long-DCI) L_tok "
     f"alone moves InfoNCE by {paper_3b['tok'] - paper_3b['clip']:+.2f} and adds "
     f"{paper_3b['hn+tok'] - paper_3b['hn']:+.2f} to L_HN.")
@@ -358,16 +354,15 @@ if 0.0 in gammas and len(gammas) > 1:
     leads = {g: r1(run) - r1(gammas[0.0]) for g, run in gammas.items() if g > 0}
     behind_zero = [g for g, lead in leads.items() if compared(lead, sigma) != "ahead of"]
     boosted = [r1(gammas[g]) for g in leads]
-    spread = max(boosted) - min(boosted)
+    width = max(boosted) - min(boosted)
     lines.append(
         "**(a) Boost strength.** γ = 0 is L_tok alone; "
-        + (f"every γ > 0 is ahead of it by more than σ, by {min(leads.values()):+.1f} to {max(leads.values()):+.1f} "
-           "points" if not behind_zero else
-           "not every γ > 0 is ahead of it by more than σ: " + ", ".join(f"γ = {g:g} ({gap_note(leads[g], sigma)})"
-                                                                      for g in behind_zero))
-        + f". The γ > 0 runs lie within {spread:.1f} points of each other ("
-        + ("within σ" if compared(spread, sigma) == "level with" else "more than σ, less than 2σ" if spread <= 2 * sigma
-           else "more than 2σ") + ").")
+        + (f"every γ > 0 is ahead of it by more than 2√2σ, by {min(leads.values()):+.1f} to "
+           f"{max(leads.values()):+.1f} points" if not behind_zero else
+           "not every γ > 0 is ahead of it by more than 2√2σ: " + ", ".join(
+               f"γ = {g:g} ({gap_note(leads[g], sigma)})" for g in behind_zero))
+        + f". The γ > 0 runs lie within {width:.1f} points of each other ("
+        + ("within" if compared(width, sigma) == "level with" else "beyond") + " 2√2σ).")
 
 # (f): the same models on the other benchmark
 if transfer_runs:
@@ -384,7 +379,7 @@ if transfer_runs:
         line += (f"; HN-CLIP is {compared(away['hn+tok'] - away['clip'], sigma)} InfoNCE there "
                  f"({gap_note(away['hn+tok'] - away['clip'], sigma)})")
     lines.append(line + f"; {away_below} of {len(away)} end below the zero-shot model on it ({away_zero:.1f}) by "
-                        "more than σ.")
+                        "more than 2√2σ.")
 
 # (c): recomputed vs frozen Ḡ, and the mean Ḡ the boost starts from
 if {"recomputed", "frozen"} <= set(source_runs):
@@ -410,7 +405,7 @@ standing = {f: compared(r1(runs["hn+tok"]) - r1(runs["clip"]), sigma, "ahead of"
             for f, runs in sorted(fractions.items()) if {"clip", "hn+tok"} <= set(runs)}
 line = f"**(d) Sample efficiency** ({where['fractions']}): against InfoNCE on the same data, HN-CLIP is " + "; ".join(
     f"{word} it at " + ", ".join(f"{100 * f:g} %" for f, w in standing.items() if w == word)
-    for word in ("ahead of", "level with", "behind") if word in standing.values()) + " (σ as above)"
+    for word in ("ahead of", "level with", "behind") if word in standing.values()) + " (2√2σ as above)"
 if PAPER_FRACTION in fractions and high == 1.0 and studies.strongest_baseline(fractions[high]):
     best = studies.strongest_baseline(fractions[high])
     small, full = r1(fractions[PAPER_FRACTION]["hn+tok"]), r1(fractions[high][best])
@@ -450,8 +445,8 @@ grid = {(float(s), float(g)): r1(run) for s, by_gamma in temperature_runs.items(
 temperatures = sorted({s for s, _ in grid})
 gains = {(s, g): v - grid[s, 0.0] for (s, g), v in grid.items() if g > 0 and (s, 0.0) in grid}
 line = (f"**(g) Temperature × γ** ({where['temperature']}): every γ > 0 is "
-        + ("ahead of γ = 0 at its s by more than σ" if all(compared(v, sigma) == "ahead of" for v in gains.values())
-           else "not ahead of γ = 0 at its s by more than σ everywhere")
+        + ("ahead of γ = 0 at its s by more than 2√2σ" if all(compared(v, sigma) == "ahead of" for v in gains.values())
+           else "not ahead of γ = 0 at its s by more than 2√2σ everywhere")
         + " (" + "; ".join(f"s = {s:g}, γ = {g:g}: {v:+.1f}" for (s, g), v in sorted(gains.items())) + ")")
 shared = sorted({g for s, g in gains if all((t, g) in gains for t in temperatures)})
 if len(temperatures) > 1 and shared:
@@ -461,8 +456,8 @@ if len(temperatures) > 1 and shared:
                f"{words.pop()} at s = {a:g} than at s = {b:g}" if len(words) == 1 else
                f"different amounts at s = {a:g} and at s = {b:g}")
     line += f"; at the same γ the boost adds {summary} (" + "; ".join(
-        f"γ = {g:g}: {gains[a, g]:+.1f} vs {gains[b, g]:+.1f}, a difference of {gains[a, g] - gains[b, g]:+.2f}, "
-        f"{beyond(gains[a, g] - gains[b, g])}" for g in shared) + ")"
+        f"γ = {g:g}: {gains[a, g]:+.1f} vs {gains[b, g]:+.1f}, a difference of "
+        f"{gap_note(gains[a, g] - gains[b, g], sigma)}" for g in shared) + ")"
 twins = [((s, g), (t, h)) for (s, g) in grid for (t, h) in grid if s < t and g > 0 and h > 0
          and math.isclose(s * g, t * h)]
 for (s, g), (t, h) in twins:

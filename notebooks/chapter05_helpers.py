@@ -8,10 +8,12 @@ its benchmark or the calibration change.
 
 from __future__ import annotations
 
+import math
 from statistics import fmean
 
 from hnclip_core.replication import paper
 from hnclip_core.replication.scorecard import GAIN_OVER_INFONCE, Verdict
+from hnclip_core.replication.significance import compare
 
 
 def _share(value: float) -> str:
@@ -89,13 +91,13 @@ def lead_reading(verdict: Verdict, calibration: dict, crowded: bool, token_neutr
     if boost_lead is not None:
         text += f", L_HN alone by {boost_lead:+.2f}"
     text += f"; the paper's gain on DOCCI is {paper_gain:+.1f} (Table 1, Table A5)."
-    twice_sigma, least = 2 * verdict.ours["σ"], min(gains)
+    paired, least = compare(dict(enumerate(gains)), dict.fromkeys(range(len(gains)), 0.0), math.nan), min(gains)
     if fmean(gains) <= GAIN_OVER_INFONCE:
         text += f" The toy was designed for more than {GAIN_OVER_INFONCE:+g} on the mean of the seeds."
-    elif least <= twice_sigma:
-        text += (f" The mean reaches the {GAIN_OVER_INFONCE:+g} the toy was designed for, but not every seed: the "
-                 f"least, {least:+.2f}, is within twice the seed spread of the calibration's runs (2σ = "
-                 f"{twice_sigma:.2f}), what a change of seed alone can give.")
+    elif not paired.beats:
+        text += (f" The mean reaches the {GAIN_OVER_INFONCE:+g} the toy was designed for, but the seeds do not agree "
+                 f"on a lead: the mean difference is not beyond twice its standard error ({paired.describe()}), "
+                 "what a change of seed alone can give.")
     else:
         text += (f" The mean reaches the {GAIN_OVER_INFONCE:+g} the toy was designed for, but not every seed: the "
                  f"least is {least:+.2f}.")

@@ -328,6 +328,9 @@ def test_load_pairs_dispatches_by_name_and_accepts_str_roots(docci_root, dci_roo
 
 
 def test_load_pairs_rejects_unknown_names_splits_and_missing_root(docci_root: Path):
+    from hnclip_core.toy import register_datasets
+
+    register_datasets()  # as every command and Experiment does (never on import): the names include the toy's
     with pytest.raises(ValueError, match="docci, dci, long-dci, urban1k, vg, synthetic, synthetic-alt"):
         load_pairs("coco", docci_root, "test")
     with pytest.raises(ValueError, match="valid splits: test$"):

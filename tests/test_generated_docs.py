@@ -91,17 +91,19 @@ def test_check_reports_a_stale_document(results_copy, monkeypatch, tmp_path, cap
     assert generated_docs.main(["--check", "--results-dir", str(results_copy)]) == 0
 
 
-def _time_commands():
+def _time_commands(monkeypatch):
+    """benchmarks/time_commands.py as ``python benchmarks/time_commands.py`` loads it: its folder on the path."""
+    monkeypatch.syspath_prepend(str(REPOSITORY / "benchmarks"))
     spec = importlib.util.spec_from_file_location("time_commands", REPOSITORY / "benchmarks" / "time_commands.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_measured_timings_render_the_tutorials_blocks(results_copy):
+def test_measured_timings_render_the_tutorials_blocks(results_copy, monkeypatch):
     output = ("collected\n===== 598 passed, 1 skipped, 2 warnings in 545.32s (0:09:05) =====\n"
               "make[1]: leaving\n========== 23 passed in 11.02s ==========\n")
-    runs = _time_commands().pytest_runs(output)
+    runs = _time_commands(monkeypatch).pytest_runs(output)
     assert runs == [{"counts": {"passed": 598, "skipped": 1, "warnings": 2}, "seconds": 545.32},
                     {"counts": {"passed": 23}, "seconds": 11.02}]
     machine = {"cores": 2, "processor": "x86_64", "torch": "2.14.1"}

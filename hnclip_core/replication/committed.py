@@ -29,7 +29,8 @@ from pathlib import Path
 
 import nbformat
 
-from .tidy import read_results, seed_std
+from .significance import seed_spread
+from .tidy import read_results
 
 __all__ = ["WIDGET_VIEW", "drop_widget_views", "trained_numbers", "tolerances", "kind"]
 
@@ -85,18 +86,18 @@ def trained_numbers(output_dir: str | Path) -> dict[str, float]:
 
 def tolerances(calibration: str | Path) -> dict[str, float]:
     """Allowed absolute difference per kind of metric (module docstring), from the calibration file ``calibration``
-    as the tidy table reads it: 3 × the largest seed standard deviation (:func:`~.tidy.seed_std` of one objective's
-    runs, InfoNCE or HN-CLIP) of any recall at the last epoch, and of each kind of solved share at any epoch (a share
-    of measured optimizer steps moves in coarser units than a share of micro-batches)."""
+    as the tidy table reads it: 3 × the largest seed standard deviation (:func:`~.significance.seed_spread` of one
+    objective's runs, InfoNCE or HN-CLIP) of any recall at the last epoch, and of each kind of solved share at any
+    epoch (a share of measured optimizer steps moves in coarser units than a share of micro-batches)."""
     runs = read_results(calibration=calibration).where(study="calibration")
-    recall_std = max(seed_std(runs.where(objective=o), k)[0] for o in OBJECTIVES for k in RECALL_KEYS)
+    recall_std = max(seed_spread(runs.where(objective=o), k).value for o in OBJECTIVES for k in RECALL_KEYS)
     if not recall_std >= 0:  # nan: no objective was run with two seeds
         raise ValueError(f"{calibration}: the seed spread needs each of {OBJECTIVES} run with at least two seeds")
     allowed = {"recall": max(0.1, 3 * recall_std)}
     for key in SHARE_KEYS:
         spreads = [spread for o in OBJECTIVES for epoch in runs.where(objective=o).column("epoch")
-                   for spread, groups in [seed_std(runs.where(objective=o, epoch=epoch), key)] if groups]
-        allowed[key] = max(0.01, 3 * max(spreads, default=0.0))
+                   for spread in [seed_spread(runs.where(objective=o, epoch=epoch), key)] if spread.measured]
+        allowed[key] = max(0.01, 3 * max((spread.value for spread in spreads), default=0.0))
     return allowed
 
 

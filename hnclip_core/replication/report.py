@@ -3,13 +3,15 @@
 Numbers are formatted here, once, so every notebook prints them the same way: recalls with one decimal
 (the toy's test split has 1,000 pairs, so 0.1 point is one query), similarities with three. The scorecard's verdicts
 are tabled here too (:func:`verdicts_table`), and the words a computed sentence picks for a comparison
-(:func:`compared`, :func:`gap_note`: against σ, the seed spread, by the scorecard's convention).
+(:func:`compared`, :func:`gap_note`: by :mod:`~hnclip_core.replication.significance`'s one rule, as the scorecard's).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+
+from .significance import SINGLE_RUN_MARGIN, compare
 
 __all__ = [
     "DESIGN_TARGET_STATUSES", "SOURCE_NAMES", "compared", "describe_machine", "diagnostics_table", "format_number",
@@ -102,30 +104,22 @@ def diagnostics_table(diagnostics: Sequence[dict], paper: dict | None = None) ->
 # Words chosen by the numbers: a sentence that compares two runs stays true when the runs change
 # ---------------------------------------------------------------------------------------------------------
 
-_EPS = 1e-9  # as the scorecard's: a difference this small is float noise, and a result exactly at σ is not past it
-
-
 def compared(gap: float, sigma: float, ahead: str = "ahead of", level: str = "level with",
              behind: str = "behind") -> str:
-    """How ``gap`` = A − B reads against σ, the seed spread, by the scorecard's convention (A beats B when A − B
-    exceeds σ; exactly σ does not): ``ahead`` (A is ``ahead`` B), ``level`` (within σ) or ``behind``."""
-    if gap - sigma > _EPS:
-        return ahead
-    if -gap - sigma > _EPS:
-        return behind
-    return level
+    """How ``gap`` = A − B of two single runs reads by the project's one rule
+    (:func:`~hnclip_core.replication.significance.compare` at one seed: A beats B beyond 2√2σ, σ the seed spread;
+    exactly 2√2σ does not): ``ahead`` (A is ``ahead`` B), ``level`` (within 2√2σ) or ``behind``."""
+    comparison = compare(gap, 0.0, sigma)
+    return ahead if comparison.beats else behind if comparison.behind else level
 
 
 def gap_note(gap: float, sigma: float) -> str:
-    """``gap`` and how it sits against σ, for a parenthesis: "+0.70: more than σ = 0.63, less than 2σ"."""
-    size = abs(gap)
+    """``gap`` and how it sits against 2√2σ, the spread of a difference of two runs, for a parenthesis:
+    "+0.70, within 2√2σ = 1.86"."""
     if math.isnan(sigma):
         return f"{gap:+.2f}, no σ measured"
-    if size - sigma <= _EPS:
-        return f"{gap:+.2f}, within σ = {sigma:.2f}"
-    if size - 2 * sigma <= _EPS:
-        return f"{gap:+.2f}: more than σ = {sigma:.2f}, less than 2σ"
-    return f"{gap:+.2f}; σ = {sigma:.2f}"
+    margin = SINGLE_RUN_MARGIN * sigma
+    return f"{gap:+.2f}, {'within' if compared(gap, sigma) == 'level with' else 'beyond'} 2√2σ = {margin:.2f}"
 
 
 #: How the verdicts table names the files our numbers come from.

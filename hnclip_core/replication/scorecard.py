@@ -6,9 +6,9 @@ sentence paraphrasing the paper with the query that selects the rows it needs (`
 to them, written out, and ``why`` its threshold is what it is. The rules follow four conventions:
 
 * every run is read at its **last** epoch (or at every epoch where the sentence says so), never its best one;
-* "A beats B" holds when A − B exceeds **σ**, the seed spread of that metric measured in the same table
-  (:func:`~hnclip_core.replication.tidy.seed_std`: the pooled standard deviation over seeds of a run's last
-  epoch, from the calibration's and the seeds study's runs): a smaller gap is what changing the seed alone does;
+* "A beats B" is :mod:`~hnclip_core.replication.significance`'s one rule: over several seeds, A ahead at every seed
+  and the mean paired difference beyond 2 standard errors; at one seed, A − B beyond 2·√2·σ, twice the spread of a
+  difference of two runs, with σ the seed spread of that metric measured in the same table (each run counted once);
 * a result exactly at a threshold fails;
 * a claim about a measurement (caption geometry, the gradient monitor) holds for every row that measured it; a
   comparison reads the study that replicates the paper's experiment for it.
@@ -29,7 +29,9 @@ from statistics import fmean
 from . import paper
 from .objectives import BASELINES
 from .report import markdown_table
-from .tidy import NotMeasured, Table, seed_std
+from .significance import SINGLE_RUN_MARGIN as _SINGLE
+from .significance import compare, seed_spread
+from .tidy import NotMeasured, Table
 
 __all__ = ["CALIBRATION", "CLAIMS", "Claim", "DAMAGE_LIMITATION", "JUDGED_AS_CLAIMS", "STATUSES", "Verdict",
            "calibration_view", "claims_table", "design_targets", "judge"]
@@ -85,10 +87,10 @@ class Claim:
 def judge(table: Table, claims: Sequence[Claim] | None = None) -> list[Verdict]:
     """Every claim (default :data:`CLAIMS`) evaluated on ``table``, with σ measured on the same table."""
     def sigma(metric: str = "mean_r1") -> float:
-        value, groups = seed_std(table, metric)
-        if not groups:
+        spread = seed_spread(table, metric)
+        if not spread.measured:
             raise NotMeasured(f"no runs differing only in their seed, so no seed spread σ of {metric}")
-        return value
+        return spread.value
 
     return [claim.evaluate(table, sigma) for claim in (CLAIMS if claims is None else claims)]
 
@@ -214,25 +216,47 @@ def _aligned(rows, sigma):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _gap(a: float, b: float, tolerance: float) -> tuple[bool, str]:
-    return _above(a - b, tolerance), f"{a - b:+.2f} vs σ {tolerance:.2f}"
+def _beats(a, b, sigma: float) -> tuple[bool, str]:
+    """A beats B by the one rule (:func:`~hnclip_core.replication.significance.compare`), and how it was judged."""
+    comparison = compare(a, b, sigma)
+    return comparison.beats, comparison.describe()
 
 
-def _fine_tuning(rows: Table, compare: Callable[[Table], tuple[bool, dict, str]]) -> tuple[bool, dict, str]:
-    """``compare`` on the runs of each seed of chapter 3's recipe (its own run and the calibration's seeds): every
-    seed must pass."""
-    runs = list(dict.fromkeys((r["source"], r["seed"]) for r in rows.where(objective="hn+tok")))
-    if not runs:
+def _by_seed(rows: Table, objective: str, epoch: int | None = None) -> dict[int, float]:
+    """``objective``'s avg R@1 per seed, at the last epoch (or at ``epoch``)."""
+    runs = rows.where(objective=objective)
+    return (runs.last() if epoch is None else runs.where(epoch=epoch)).values("mean_r1", "seed")
+
+
+def _fine_tuning(rows: Table, compare_seeds: Callable[[Table], tuple[bool, dict, str]]) -> tuple[bool, dict, str]:
+    """``compare_seeds`` on the seeds of chapter 3's recipe, its own run and the calibration's seeds together, each
+    seed once: chapter 3's seed 0 is the calibration's when their numbers agree. Where they do not (chapter 3 run
+    with other parameters), each file's runs are compared on their own, and both must pass."""
+    sources = rows.where(objective="hn+tok").column("source")
+    if not sources:
         raise NotMeasured("no hn+tok run of chapter 3's recipe (fine_tuning.json or the calibration)")
-    results = [(f"{source}, seed {seed}", *compare(rows.where(source=source, seed=seed))) for source, seed in runs]
-
-    if len(results) == 1:
-        return results[0][1:]
-    ours = {"runs": [name for name, *_ in results],
-            **{key: [numbers[key] for _, _, numbers, _ in results] for key in results[0][2]}}
+    first_source: dict = {}  # seed → the first file with it
+    seen: dict = {}  # seed → {objective: last-epoch avg R@1}
+    agree = True
+    for source in sources:
+        for seed in rows.where(source=source, objective="hn+tok").column("seed"):
+            first_source.setdefault(seed, source)
+            numbers = rows.where(source=source, seed=seed).last().values("mean_r1", "objective")
+            known = seen.setdefault(seed, numbers)
+            agree &= all(math.isclose(known[o], v, abs_tol=_EPS) for o, v in numbers.items() if o in known)
+    if agree:
+        return compare_seeds(Table(tuple(r for r in rows if first_source.get(r["seed"]) == r["source"])))
+    results = [(source, *compare_seeds(rows.where(source=source))) for source in sources]
+    ours = {"runs": sources, **{key: [item for _, _, numbers, _ in results for item in numbers[key]]
+                                for key in results[0][2]}}
     failed = [r for r in results if not r[1]]
     return not failed, ours, "; ".join(f"{name}: {why}" for name, _, _, why in failed or results)
 
+
+#: "Beats" in a rule: :func:`~hnclip_core.replication.significance.compare`'s one rule, and why it is that rule.
+BEATS = "beats (paired over seeds: ahead at every seed and the mean beyond 2 SE; one seed: beyond 2√2σ)"
+_BEATS_WHY = ("the paired differences across seeds, whose noise is what changing the seed does; at one seed, 2√2σ is "
+              "twice the spread of a difference of two runs, σ the seed spread of that metric, each run counted once")
 
 #: Chapter 3's recipe: its fine_tuning run and the calibration's seeds (the same recipe, three seeds).
 _RECIPE = dict(study=("fine_tuning", "calibration"), objective=lambda o: o is not None)
@@ -257,51 +281,64 @@ def _zero_shot(run: Table) -> float | None:
     return zero[0]["mean_r1"] if zero else None
 
 
+def _seeds_of(values: dict, what: str) -> dict:
+    if not values:
+        raise NotMeasured(f"no {what}")
+    return values
+
+
 def _beats_infonce(rows, sigma):
-    def compare(run):
-        last = run.last().values("mean_r1", "objective")
-        a, b = _one(last, "hn+tok", "fine_tuning"), _one(last, "clip", "fine_tuning")
-        passed, why = _gap(a, b, sigma("mean_r1"))
-        note = _damage_limitation({"hn+tok": a, "clip": b}, _zero_shot(run.where(objective="clip")))
-        return passed, {"hn+tok / clip avg R@1": [a, b]}, f"hn+tok − clip {why}{note}"
-    return _fine_tuning(rows, compare)
+    def compare_seeds(run):
+        a, b = _seeds_of(_by_seed(run, "hn+tok"), "hn+tok run"), _seeds_of(_by_seed(run, "clip"), "clip run")
+        passed, why = _beats(a, b, sigma("mean_r1"))
+        note = _damage_limitation({"hn+tok": fmean(a.values()), "clip": fmean(b.values())},
+                                  _zero_shot(run.where(objective="clip")))
+        return passed, {"seeds": sorted(a), "hn+tok / clip avg R@1": [[a[k], b[k]] for k in sorted(a) if k in b]}, \
+            f"hn+tok − clip {why}{note}"
+    return _fine_tuning(rows, compare_seeds)
 
 
 def _beats_zero_shot(rows, sigma):
-    def compare(run):
-        method = run.where(objective="hn+tok")
-        a, zero = method.last().one("mean_r1"), method.where(epoch=0).require("no zero-shot row").one("mean_r1")
-        passed, why = _gap(a, zero, sigma("mean_r1"))
-        return passed, {"hn+tok / zero-shot avg R@1": [a, zero]}, f"hn+tok − zero-shot {why}"
-    return _fine_tuning(rows, compare)
+    def compare_seeds(run):
+        a = _seeds_of(_by_seed(run, "hn+tok"), "hn+tok run")
+        zero = _seeds_of(_by_seed(run, "hn+tok", epoch=0), "zero-shot row of the hn+tok run")
+        passed, why = _beats(a, zero, sigma("mean_r1"))
+        pairs = [[a[k], zero[k]] for k in sorted(a) if k in zero]
+        return passed, {"seeds": sorted(a), "hn+tok / zero-shot avg R@1": pairs}, f"hn+tok − zero-shot {why}"
+    return _fine_tuning(rows, compare_seeds)
 
 
 def _leads_every_epoch(rows, sigma):
-    def compare(run):
-        per_epoch = run.where(epoch=lambda e: e >= 1).values("mean_r1", "objective", "epoch")
-        epochs = sorted(e for o, e in per_epoch if o == "hn+tok" and ("clip", e) in per_epoch)
+    def compare_seeds(run):
+        epochs = sorted(e for e in run.where(objective="hn+tok", epoch=lambda e: e >= 1).column("epoch")
+                        if _by_seed(run, "clip", epoch=e))
         if not epochs:
             raise NotMeasured("the hn+tok and clip histories share no trained epoch")
-        gaps = [per_epoch["hn+tok", e] - per_epoch["clip", e] for e in epochs]
-        behind = [e for e, g in zip(epochs, gaps, strict=True) if not _above(g, sigma("mean_r1"))]
-        ours = {"epochs": epochs, "hn+tok − clip avg R@1": gaps}
-        return not behind, ours, (f"lead ≤ σ {sigma('mean_r1'):.2f} at epoch(s) {behind}" if behind else
-                                  f"leads by more than σ {sigma('mean_r1'):.2f} at every epoch 1–{epochs[-1]}")
-    return _fine_tuning(rows, compare)
+        comparisons = {e: compare(_by_seed(run, "hn+tok", e), _by_seed(run, "clip", e), sigma("mean_r1"))
+                       for e in epochs}
+        short = [e for e, c in comparisons.items() if not c.beats]
+        ours = {"epochs": epochs, "hn+tok − clip avg R@1, mean of seeds": [c.mean for c in comparisons.values()]}
+        return not short, ours, ("not ahead at epoch(s) " + "; ".join(f"{e}: {comparisons[e].describe()}"
+                                                                       for e in short) if short else
+                                 f"ahead at every epoch 1–{epochs[-1]} (least: "
+                                 f"{min(comparisons.values(), key=lambda c: c.mean).describe()})")
+    return _fine_tuning(rows, compare_seeds)
 
 
 def _first_epoch(rows, sigma):
-    def compare(run):
-        first = run.where(objective="hn+tok", epoch=1).require("hn+tok has no epoch 1").one("mean_r1")
-        finals = {o: v for o, v in run.last().values("mean_r1", "objective").items() if o in BASELINES}
+    def compare_seeds(run):
+        first = _seeds_of(_by_seed(run, "hn+tok", epoch=1), "epoch 1 of hn+tok")
+        finals = {o: _by_seed(run, o) for o in BASELINES if _by_seed(run, o)}
         if not finals:
             raise NotMeasured("no baseline run (clip or tok)")
-        strongest = max(finals, key=finals.get)
-        gap = first - finals[strongest]
-        ours = {"hn+tok at epoch 1 / strongest baseline at the last, avg R@1": [first, finals[strongest]]}
-        return _above(gap, -sigma("mean_r1")), ours, \
-            f"hn+tok at epoch 1 − {strongest} at the last {gap:+.2f} vs −σ {-sigma('mean_r1'):.2f}"
-    return _fine_tuning(rows, compare)
+        strongest = max(finals, key=lambda o: fmean(finals[o].values()))
+        comparison = compare(first, finals[strongest], sigma("mean_r1"))
+        ours = {"hn+tok at epoch 1 / strongest baseline at the last, avg R@1, mean of seeds":
+                [fmean(first.values()), fmean(finals[strongest].values())]}
+        return not comparison.behind, ours, \
+            f"hn+tok at epoch 1 − {strongest} at the last {comparison.describe()}: " + \
+            ("behind" if comparison.behind else "not behind")
+    return _fine_tuning(rows, compare_seeds)
 
 
 #: Table 3a's γ sweep: the in-domain plateau γ ∈ [0.25, 1] (γ = 0 is L_tok alone).
@@ -318,21 +355,21 @@ def _gamma(rows, sigma):
         zero, by_gamma = base.one(f"{d}_r1"), boosted.values(f"{d}_r1", "gamma")
         ours[f"{d} R@1, γ = 0 then {', '.join(f'{g:g}' for g in by_gamma)}"] = [zero, *by_gamma.values()]
         failures += [f"γ={g:g} {d} {v - zero:+.2f}" for g, v in by_gamma.items()
-                     if not _above(v - zero, sigma(f"{d}_r1"))]
-    tolerance = f"σ {sigma('t2i_r1'):.2f} / {sigma('i2t_r1'):.2f}"
-    return not failures, ours, (f"not above γ = 0 by more than {tolerance}: {', '.join(failures)}" if failures else
-                                f"every γ beats γ = 0 in both directions by more than {tolerance}")
+                     if not compare(v, zero, sigma(f"{d}_r1")).beats]
+    margin = f"2√2σ {_SINGLE * sigma('t2i_r1'):.2f} / {_SINGLE * sigma('i2t_r1'):.2f}"
+    return not failures, ours, (f"not above γ = 0 by more than {margin}: {', '.join(failures)}" if failures else
+                                f"every γ beats γ = 0 in both directions by more than {margin}")
 
 
 def _components(rows, sigma):
     last = rows.last().values("mean_r1", "objective")
     r = {o: _one(last, o, "components") for o in ("clip", "tok", "hn", "hn+tok")}
     s = sigma("mean_r1")
-    tests = {"L_HN carries the gain (hn − clip > σ)": _above(r["hn"] - r["clip"], s),
-             "L_tok alone adds nothing (tok − clip < σ)": _above(s, r["tok"] - r["clip"]),
-             "L_tok adds once the boost is on (hn+tok − hn > σ)": _above(r["hn+tok"] - r["hn"], s)}
+    tests = {"L_HN carries the gain (hn beats clip)": compare(r["hn"], r["clip"], s).beats,
+             "L_tok alone adds nothing (tok does not beat clip)": not compare(r["tok"], r["clip"], s).beats,
+             "L_tok adds once the boost is on (hn+tok beats hn)": compare(r["hn+tok"], r["hn"], s).beats}
     gaps = f"hn − clip {r['hn'] - r['clip']:+.2f}, tok − clip {r['tok'] - r['clip']:+.2f}, hn+tok − hn " \
-           f"{r['hn+tok'] - r['hn']:+.2f}; σ {s:.2f}"
+           f"{r['hn+tok'] - r['hn']:+.2f}; one seed each: 2√2σ {_SINGLE * s:.2f}"
     failed = [name for name, ok in tests.items() if not ok]
     return not failed, {f"{o} avg R@1": v for o, v in r.items()}, \
         (f"fails: {'; '.join(failed)} ({gaps})" if failed else f"all three hold ({gaps})")
@@ -345,7 +382,7 @@ def _margin_source(rows, sigma):
     for source in ("recomputed", "frozen"):  # reported beside the verdict, not judged
         history = rows.where(margin_source=source, epoch=lambda e: e >= 1).values("mean_r1", "epoch")
         ours[f"{source} best epoch"] = max(history, key=history.get)
-    passed, why = _gap(a, b, sigma("mean_r1"))
+    passed, why = _beats(a, b, sigma("mean_r1"))
     return passed, ours, f"recomputed − frozen {why}"
 
 
@@ -355,11 +392,11 @@ def _milder_transfers(rows, sigma):
         raise NotMeasured("the γ sweep has fewer than two γ in the plateau evaluated on another benchmark")
     gammas, values, s = sorted(by_gamma), [by_gamma[g] for g in sorted(by_gamma)], sigma("mean_r1")
     rises = [f"{a:g}→{b:g} {y - x:+.2f}" for a, b, x, y in zip(gammas, gammas[1:], values, values[1:], strict=False)
-             if not _above(s, y - x)]
+             if compare(y, x, s).beats]
     ours = {f"transfer avg R@1 at γ = {', '.join(f'{g:g}' for g in gammas)}": values}
-    mildest, why = _gap(values[0], values[-1], s)
-    return not rises and mildest, ours, f"rises by σ {s:.2f} or more: {', '.join(rises) or 'none'}; mildest − " \
-                                        f"strongest {why}"
+    mildest, why = _beats(values[0], values[-1], s)
+    return not rises and mildest, ours, f"rises beyond 2√2σ {_SINGLE * s:.2f}: {', '.join(rises) or 'none'}; " \
+                                        f"mildest − strongest {why}"
 
 
 def _fractions(rows, sigma):
@@ -369,7 +406,7 @@ def _fractions(rows, sigma):
     if not baselines:
         raise NotMeasured("fractions has no baseline run (clip or tok) on all of the data")
     strongest = max(baselines, key=baselines.get)
-    passed, why = _gap(small, baselines[strongest], sigma("mean_r1"))
+    passed, why = _beats(small, baselines[strongest], sigma("mean_r1"))
     by_fraction = {f: v for (f, o), v in last.items() if o == strongest}
     best_fraction = max(by_fraction, key=by_fraction.get)
     more_data_hurts = "" if math.isclose(best_fraction, 1.0) else \
@@ -410,13 +447,14 @@ def _cross_domain(rows, sigma):
         zero = pair.where(objective="hn+tok", epoch=0).one("mean_r1")
         strongest = max(baselines, key=baselines.get)
         ours[f"{train}→{test}: hn+tok / {strongest} / zero-shot"] = [last["hn+tok"], baselines[strongest], zero]
-        if not (_above(last["hn+tok"] - baselines[strongest], s) and _above(last["hn+tok"] - zero, s)):
+        if not (compare(last["hn+tok"], baselines[strongest], s).beats and compare(last["hn+tok"], zero, s).beats):
             failures.append(f"{train}→{test}")
     if not ours:
         raise NotMeasured("transfer has no cross-domain evaluation of hn+tok beside a baseline")
-    return not failures, ours, (f"hn+tok not ahead of the strongest baseline and zero-shot by more than σ {s:.2f} on "
-                                f"{', '.join(failures)}" if failures else
-                                f"ahead by more than σ {s:.2f} in all {len(ours)} cross-domain direction(s)")
+    return not failures, ours, (f"hn+tok not ahead of the strongest baseline and zero-shot by more than 2√2σ "
+                                f"{_SINGLE * s:.2f} on {', '.join(failures)}" if failures else
+                                f"ahead by more than 2√2σ {_SINGLE * s:.2f} in all {len(ours)} cross-domain "
+                                "direction(s)")
 
 
 #: The plateau's s·γ: Table 3a's γ range at the paper's s ≈ 100 (App. B.2).
@@ -431,22 +469,37 @@ def _temperature(rows, sigma):
     for (s, g), value in sorted(grid.items()):
         if g > 0 and (s, 0.0) in grid and low - _EPS <= s * g <= high + _EPS:
             ours[f"s={s:g} γ={g:g} (s·γ {s * g:g}) − γ=0"] = value - grid[s, 0.0]
-            failures += [] if _above(value - grid[s, 0.0], s0) else [f"s={s:g}, γ={g:g}"]
+            failures += [] if compare(value, grid[s, 0.0], s0).beats else [f"s={s:g}, γ={g:g}"]
     if not ours:
         raise NotMeasured(f"temperature has no s with γ = 0 and a γ > 0 whose s·γ lies in [{low:g}, {high:g}]")
-    return not failures, ours, (f"not above γ = 0 by more than σ {s0:.2f}: {', '.join(failures)}" if failures else
-                                f"all {len(ours)} beat γ = 0 at their s by more than σ {s0:.2f}")
+    return not failures, ours, (f"not above γ = 0 by more than 2√2σ {_SINGLE * s0:.2f}: {', '.join(failures)}"
+                                if failures else
+                                f"all {len(ours)} beat γ = 0 at their s by more than 2√2σ {_SINGLE * s0:.2f}")
+
+
+def plug_and_play_repairs(rows: Table) -> list[str]:
+    """The frameworks of a plug-and-play study whose own recipe, InfoNCE (clip), ends at or below the zero-shot
+    model it started from (its epoch 0): L_HN's gain there repairs a broken baseline, it is not a gain."""
+    last = rows.last().values("mean_r1", "framework", "objective")
+    return [f for (f, o), v in last.items() if o == "clip" and (zero := _zero_shot(
+        rows.where(framework=f, objective="clip"))) is not None and not _above(v, zero)]
 
 
 def _plug_and_play(rows, sigma):
     last, s = rows.last().values("mean_r1", "framework", "objective"), sigma("mean_r1")
+    repairs = plug_and_play_repairs(rows)
     gains = {f: last[f, "hn"] - last[f, "clip"] for f, o in last if o == "clip" and (f, "hn") in last}
-    if len(gains) < 2:
-        raise NotMeasured("plug_and_play needs at least two frameworks with both a clip and an hn run")
-    short = [f for f, g in gains.items() if not _above(g, s)]
-    return not short, {f"{f} Δ avg R@1": g for f, g in gains.items()}, \
-        (f"L_HN's gain is σ {s:.2f} or less inside {', '.join(short)}" if short else
-         f"L_HN gains more than σ {s:.2f} inside all {len(gains)} frameworks")
+    judged = {f: g for f, g in gains.items() if f not in repairs}
+    repaired = "; repairs, not gains (InfoNCE ends below zero-shot): " + ", ".join(
+        f"{f} {gains[f]:+.2f}" for f in repairs) if repairs else ""
+    ours = {f"{f} Δ avg R@1" + (" (repair)" if f in repairs else ""): g for f, g in gains.items()}
+    if len(judged) < 2:
+        raise NotMeasured(f"plug_and_play needs at least two frameworks with both a clip and an hn run and a clip run "
+                          f"above zero-shot{repaired}")
+    short = [f for f in judged if not compare(last[f, "hn"], last[f, "clip"], s).beats]
+    return not short, ours, \
+        (f"L_HN's gain is 2√2σ {_SINGLE * s:.2f} or less inside {', '.join(short)}" if short else
+         f"L_HN gains more than 2√2σ {_SINGLE * s:.2f} inside all {len(judged)} frameworks") + repaired
 
 
 def _efficiency(rows, sigma):
@@ -541,52 +594,51 @@ CLAIMS: tuple[Claim, ...] = (
           lambda: {"cos mean / std (Fig. 4)": [FIG4["cosine_mean"], FIG4["cosine_std"]],
                    "median cos (Fig. A8)": FIG4["cosine_median"]}),
     Claim("beats_infonce", "HN-CLIP beats plain InfoNCE fine-tuning.", "Table 1, Table A5, Table 3b",
-          f"{_RECIPE_RUNS}, every seed: last-epoch avg R@1 of hn+tok − clip > σ",
-          "σ: the seed spread of avg R@1 (a smaller gap is what changing the seed does)",
+          f"{_RECIPE_RUNS}, each seed once: last-epoch avg R@1 of hn+tok {BEATS} clip", _BEATS_WHY,
           lambda t: t.where(**_RECIPE), _beats_infonce,
           lambda: {"DOCCI HN-CLIP / InfoNCE avg R@1 (Table 1, A5)": [_docci("1", "HN-CLIP"), _docci("A5", "clip")],
                    "DCI + Long-DCI (Table 3b)": [_table_3b("hn+tok"), _table_3b("clip")]}),
     Claim("beats_zero_shot", "HN-CLIP beats the pre-trained model it starts from.", "Table 1",
-          f"{_RECIPE_RUNS}, every seed: last-epoch avg R@1 of hn+tok − its epoch-0 (zero-shot) avg R@1 > σ",
-          "σ: the seed spread of avg R@1", lambda t: t.where(**_RECIPE), _beats_zero_shot,
+          f"{_RECIPE_RUNS}, each seed once: last-epoch avg R@1 of hn+tok {BEATS} its epoch-0 (zero-shot) avg R@1",
+          _BEATS_WHY, lambda t: t.where(**_RECIPE), _beats_zero_shot,
           lambda: {f"{ds} HN-CLIP / zero-shot": [paper.mean_r1("1", "HN-CLIP", ds), paper.mean_r1("1", "Long-CLIP", ds)]
                    for ds in ("DOCCI", "DCI", "Long-DCI", "Urban-1K")}),
     Claim("leads_from_first_epoch", "HN-CLIP leads from the first epoch on.", "Fig. 5, Fig. A9, App. E.6",
-          f"{_RECIPE_RUNS}, every seed and every epoch ≥ 1: avg R@1 of hn+tok − clip > σ",
-          "σ: the seed spread of avg R@1", lambda t: t.where(**_RECIPE), _leads_every_epoch,
+          f"{_RECIPE_RUNS}, each seed once, every epoch ≥ 1: avg R@1 of hn+tok {BEATS} clip at that epoch",
+          _BEATS_WHY, lambda t: t.where(**_RECIPE), _leads_every_epoch,
           lambda: {"DOCCI HN-CLIP avg R@1, epochs 1, 2 (§3.2)": [_FIRST_EPOCH, paper.value(
               "text", method="HN-CLIP", dataset="DOCCI", metric="mean_r1", setting="Fig. 5, epoch 2")]}),
     Claim("first_epoch_matches_final", "HN-CLIP's first epoch matches or exceeds the baselines' final accuracy.",
           "Fig. 5, §3.2",
-          f"{_RECIPE_RUNS}, every seed: avg R@1 of hn+tok after epoch 1 > last-epoch avg R@1 of the strongest "
-          "baseline (clip/tok) − σ", "'matches' is within the seed spread σ of avg R@1",
+          f"{_RECIPE_RUNS}, each seed once: the strongest baseline (clip/tok) at its last epoch does not beat hn+tok "
+          "after epoch 1 (avg R@1; 'beats' as everywhere)", f"'matches' is 'is not beaten by'; {_BEATS_WHY}",
           lambda t: t.where(**_RECIPE), _first_epoch,
           lambda: {"DOCCI HN-CLIP epoch 1 (§3.2)": _FIRST_EPOCH, "DOCCI InfoNCE final (Table A5)": _docci("A5", "clip"),
                    "DOCCI StructXLIP final (Table 1)": _docci("1", "StructXLIP")}),
     Claim("gamma_beats_zero", "Every boost strength γ ∈ [0.25, 1] beats γ = 0 in-domain.", "Table 3a, Table A6",
-          "gamma (in-domain), every measured γ in [0.25, 1]: last-epoch T→I R@1 and I→T R@1 each − those of γ = 0 > "
-          "σ of that direction (L_tok on in all runs)", "σ: the seed spread of each direction's R@1",
+          "gamma (in-domain), every measured γ in [0.25, 1]: last-epoch T→I R@1 and I→T R@1 each beat those of γ = 0 "
+          "(one seed: beyond 2√2σ of that direction; L_tok on in all runs)", _BEATS_WHY,
           lambda t: t.where(study="gamma"), _gamma, _paper_gamma),
     Claim("components", "L_HN carries the gain; L_tok adds to it only once the boost is on.", "Table 3b, Table A5",
-          "components, last-epoch avg R@1: hn − clip > σ; tok − clip < σ; hn+tok − hn > σ",
-          "σ: the seed spread of avg R@1 — a difference within it is neither a gain nor a loss",
+          "components, last-epoch avg R@1 (one seed: 'beats' is beyond 2√2σ): hn beats clip; tok does not beat clip; "
+          "hn+tok beats hn", f"a difference that does not beat is neither a gain nor a loss; {_BEATS_WHY}",
           lambda t: t.where(study="components"), _components,
           lambda: {f"{o} avg R@1 (DCI + Long-DCI)": _table_3b(o) for o in ("clip", "tok", "hn", "hn+tok")}),
     Claim("recomputed_beats_frozen", "Ḡ recomputed from the live encoder beats Ḡ frozen at initialisation.",
-          "Table 3c, Table A2", "margin_source: last-epoch avg R@1 recomputed − frozen > σ (best epochs shown, not "
-          "judged)", "σ: the seed spread of avg R@1", lambda t: t.where(study="margin_source"), _margin_source,
+          "Table 3c, Table A2", f"margin_source: last-epoch avg R@1 of recomputed {BEATS} frozen (best epochs shown, "
+          "not judged)", _BEATS_WHY, lambda t: t.where(study="margin_source"), _margin_source,
           lambda: {"recomputed / frozen avg R@1 (4 benchmarks)": [
               paper.value("3c", method=m, dataset="average (4 benchmarks)", metric="mean_r1")
               for m in ("Recomputed Ḡ (default)", "Frozen Ḡ (at init)")]}),
     Claim("milder_gamma_transfers", "Under domain shift, milder boosts generalise better.", "Table 3a (Urban-1K)",
-          "gamma evaluated on another benchmark, the measured γ in [0.25, 1] (≥ 2): last-epoch avg R@1 never rises "
-          "by σ or more from one γ to the next, and the mildest γ − the strongest > σ",
-          "σ: the seed spread of avg R@1", lambda t: t.where(study="gamma"), _milder_transfers,
+          "gamma evaluated on another benchmark, the measured γ in [0.25, 1] (≥ 2): last-epoch avg R@1 at no γ beats "
+          "the one at the γ before it, and the mildest γ beats the strongest (one seed: beyond 2√2σ)", _BEATS_WHY,
+          lambda t: t.where(study="gamma"), _milder_transfers,
           lambda: {f"Urban-1K avg R@1 at γ = {', '.join(f'{g:g}' for g in PLATEAU)}": [
               paper.mean_r1("3a", "HN-CLIP", "Urban-1K", f"γ={g}") for g in PLATEAU]}),
     Claim("data_efficiency", "HN-CLIP on 20 % of the data beats the strongest baseline on all of it.",
-          "Fig. 6, Table A9", "fractions: last-epoch avg R@1 of hn+tok at 20 % − the best of clip/tok at 100 % > σ",
-          "σ: the seed spread of avg R@1", lambda t: t.where(study="fractions"), _fractions,
+          "Fig. 6, Table A9", f"fractions: last-epoch avg R@1 of hn+tok at 20 % {BEATS} the best of clip/tok at "
+          "100 %", _BEATS_WHY, lambda t: t.where(study="fractions"), _fractions,
           lambda: {"DOCCI: HN-CLIP 20 % / StructXLIP 100 %": [paper.mean_r1("A9", "HN-CLIP", "DOCCI", "20%"),
                                                               _docci("1", "StructXLIP")],
                    "DCI: HN-CLIP 20 % / GOAL 100 %": [paper.mean_r1("A9", "HN-CLIP", "DCI", "20%"),
@@ -597,20 +649,23 @@ CLAIMS: tuple[Claim, ...] = (
           lambda t: t.where(study="seeds"), _seeds,
           lambda: {"HN-CLIP max|Δ| over R@1/5/10, Long-DCI (Table A8)": SEED_SPREAD}),
     Claim("cross_domain", "Trained on one benchmark, HN-CLIP stays ahead on another.", "Table A10, Table A7, §3.4",
-          "transfer, every cross-domain (train ≠ test) evaluation: last-epoch avg R@1 of hn+tok − the strongest "
-          "baseline (clip/tok) trained on the same benchmark > σ, and − the zero-shot model > σ",
-          "σ: the seed spread of avg R@1", lambda t: t.where(study="transfer"), _cross_domain, _paper_cross_domain),
+          "transfer, every cross-domain (train ≠ test) evaluation: last-epoch avg R@1 of hn+tok beats the strongest "
+          "baseline (clip/tok) trained on the same benchmark and the zero-shot model (one seed: beyond 2√2σ)",
+          _BEATS_WHY, lambda t: t.where(study="transfer"), _cross_domain, _paper_cross_domain),
     Claim("temperature_plateau", "The γ plateau covers a corresponding range of temperatures.", "§3.5, App. B.2",
           f"temperature (s fixed): for every s with a γ = 0 run, every γ > 0 with s·γ in [{PLATEAU_PRODUCTS[0]:g}, "
-          f"{PLATEAU_PRODUCTS[1]:g}] − γ = 0 at that s > σ (last-epoch avg R@1)",
+          f"{PLATEAU_PRODUCTS[1]:g}] beats γ = 0 at that s (last-epoch avg R@1; one seed: beyond 2√2σ)",
           "s·γ: Table 3a's plateau γ ∈ [0.25, 1] at the paper's s ≈ 100, mapped through s·γ, the only way s and γ "
-          "enter Eq. 4; σ: the seed spread of avg R@1", lambda t: t.where(study="temperature"), _temperature,
+          f"enter Eq. 4; {_BEATS_WHY}", lambda t: t.where(study="temperature"), _temperature,
           lambda: {"in-domain γ plateau at s ≈ 100 (Table 3a, App. B.2)": f"s·γ ∈ [{PLATEAU_PRODUCTS[0]:g}, "
                                                                            f"{PLATEAU_PRODUCTS[1]:g}]"}),
     Claim("plug_and_play", "L_HN improves every fine-tuning framework it replaces the global term of.",
           "Table 2, Table A4, App. D.2",
-          "plug_and_play, every framework with both runs (≥ 2): last-epoch avg R@1 with L_HN (hn) − with InfoNCE "
-          "(clip) > σ", "σ: the seed spread of avg R@1", lambda t: t.where(study="plug_and_play"), _plug_and_play,
+          "plug_and_play, every framework with both runs whose InfoNCE run (clip) ends above the zero-shot model "
+          "(≥ 2): last-epoch avg R@1 with L_HN (hn) beats with InfoNCE (one seed: beyond 2√2σ)",
+          f"a framework whose own recipe ends below zero-shot is broken on the toy, and L_HN's gain there is a repair, "
+          f"reported, not counted (the paper's baselines all beat zero-shot, Table 2); {_BEATS_WHY}",
+          lambda t: t.where(study="plug_and_play"), _plug_and_play,
           lambda: {f"{name} Δ avg R@1 (DOCCI)": d for name, d in paper.plug_and_play_deltas().items()}),
     Claim("efficiency", "L_HN fine-tuning trains faster than the frameworks that add auxiliary inputs (GOAL, "
           "StructXLIP).", "Table A3",
@@ -661,34 +716,30 @@ def _fine_tuning_helps(rows, sigma):
     return not short and not rising, ours, why
 
 
-def _per_seed_difference(rows, method: str, baseline: str) -> list[float]:
-    """Last-epoch avg R@1 of ``method`` − ``baseline`` at every seed that has both."""
+def _per_seed_comparison(rows, method: str, baseline: str, sigma: float):
+    """Last-epoch avg R@1 of ``method`` − ``baseline`` at every seed that has both, by the one rule."""
     ours, _ = _last_and_zero_shot(rows, method)
     theirs, _ = _last_and_zero_shot(rows, baseline)
-    seeds = sorted(set(ours) & set(theirs))
-    if not seeds:
+    if not set(ours) & set(theirs):
         raise NotMeasured(f"the calibration has no seed with both a {method} and a {baseline} run")
-    return [ours[k] - theirs[k] for k in seeds]
+    return compare(ours, theirs, sigma)
 
 
 def _hn_clip_gain(rows, sigma):
-    s = sigma("mean_r1")
-    gains = _per_seed_difference(rows, "hn+tok", "clip")
-    least = min(gains)
+    comparison = _per_seed_comparison(rows, "hn+tok", "clip", sigma("mean_r1"))
+    gains = list(comparison.differences.values())
     method, clip = (fmean(_last_and_zero_shot(rows, o)[0].values()) for o in ("hn+tok", "clip"))
-    passed = _above(fmean(gains), GAIN_OVER_INFONCE) and _above(least, max(GAIN_OVER_INFONCE, 2 * s))
-    ours = {"hn+tok − clip avg R@1 per seed": gains, "hn+tok / clip, mean of seeds": [method, clip], "σ": s}
-    return passed, ours, (f"mean {fmean(gains):+.2f}, least {least:+.2f}; target: more than {GAIN_OVER_INFONCE:g} on "
-                          f"the mean and at every seed, and more than 2σ = {2 * s:.2f} at every seed")
+    passed = comparison.beats and _above(min(gains), GAIN_OVER_INFONCE)
+    ours = {"hn+tok − clip avg R@1 per seed": gains, "hn+tok / clip, mean of seeds": [method, clip]}
+    return passed, ours, (f"hn+tok − clip {comparison.describe()}; target: more than {GAIN_OVER_INFONCE:g} at every "
+                          "seed, and beating clip by the paired rule")
 
 
 def _token_term_neutral(rows, sigma):
-    s = sigma("mean_r1")
-    changes = _per_seed_difference(rows, "hn+tok", "hn")
-    ours = {"hn+tok − hn avg R@1 per seed": changes, "σ": s}
-    return _above(fmean(changes), -s), ours, (f"mean {fmean(changes):+.2f} (per seed "
-                                             f"{', '.join(f'{c:+.2f}' for c in changes)}); target: more than "
-                                             f"−σ = {-s:.2f}")
+    comparison = _per_seed_comparison(rows, "hn+tok", "hn", sigma("mean_r1"))
+    ours = {"hn+tok − hn avg R@1 per seed": list(comparison.differences.values())}
+    return not comparison.behind, ours, (f"hn+tok − hn {comparison.describe()}: "
+                                         f"{'behind' if comparison.behind else 'not behind'}")
 
 
 #: The toy's design targets for fine-tuning (Table 1's shape: InfoNCE 72.8 → 85.3, HN-CLIP 87.2 on DOCCI).
@@ -719,18 +770,15 @@ CALIBRATION: tuple[Claim, ...] = (
           lambda: {"DOCCI InfoNCE − zero-shot avg R@1 (Table A5, Table 1)": _docci("A5", "clip")
                    - _docci("1", "Long-CLIP")}),
     Claim("hn_clip_gain", f"HN-CLIP leads InfoNCE by more than {GAIN_OVER_INFONCE:g} average R@1 on the mean and "
-          "at every seed, and by more than twice the seed spread.", "Table 1, Table A5",
-          f"calibration, last epoch: hn+tok − clip avg R@1 > {GAIN_OVER_INFONCE:g} on the mean of the seeds, and > "
-          f"max({GAIN_OVER_INFONCE:g}, 2σ) at every seed",
-          f"{_DESIGN_TARGET} (the paper's DOCCI gain is +2.0, Table 1 vs A5); 2σ, so that no seed's lead is what "
-          "changing the seed alone does",
+          "at every seed, and beats it by the paired rule.", "Table 1, Table A5",
+          f"calibration, last epoch: hn+tok − clip avg R@1 > {GAIN_OVER_INFONCE:g} at every seed, and hn+tok {BEATS} "
+          "clip", f"{_DESIGN_TARGET} (the paper's DOCCI gain is +2.0, Table 1 vs A5); {_BEATS_WHY}",
           lambda t: t.where(study="calibration").having("mean_r1").where(objective=("clip", "hn+tok")), _hn_clip_gain,
           lambda: {"DOCCI HN-CLIP − InfoNCE avg R@1 (Table 1, A5)": _docci("1", "HN-CLIP") - _docci("A5", "clip")}),
-    Claim("token_term_neutral", "The token term costs HN-CLIP nothing: L_HN + L_tok ends within the seed spread of "
-          "L_HN alone, or above it.", "Table A5, §2.3",
-          "calibration, last epoch: hn+tok − hn avg R@1 > −σ on the mean of the seeds",
+    Claim("token_term_neutral", "The token term costs HN-CLIP nothing: L_HN alone does not beat L_HN + L_tok.",
+          "Table A5, §2.3", f"calibration, last epoch: hn does not beat hn+tok (avg R@1; 'beats': {BEATS})",
           f"{_DESIGN_TARGET}: L_tok is neutral in the paper (DOCCI {_docci('A5', 'hn+tok'):.2f} with it, "
-          f"{_docci('A5', 'hn'):.2f} without, Table A5); σ: the seed spread of avg R@1",
+          f"{_docci('A5', 'hn'):.2f} without, Table A5); {_BEATS_WHY}",
           lambda t: t.where(study="calibration").having("mean_r1").where(objective=("hn", "hn+tok")),
           _token_term_neutral,
           lambda: {"DOCCI HN-CLIP / L_HN avg R@1 (Table A5)": [_docci("A5", "hn+tok"), _docci("A5", "hn")]}),

@@ -34,22 +34,23 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import variance
 
 from ..train import IDENTITY_ROLES, config_fields
 from .objectives import objective_name, objective_parameters
 
-__all__ = ["PARAMETERS", "STUDY_KEYS", "NotMeasured", "Table", "read_results", "seed_std", "stale_studies"]
+__all__ = ["PARAMETERS", "STUDY_KEYS", "NotMeasured", "Table", "read_results", "stale_studies"]
 
 log = logging.getLogger(__name__)
 
-PARAMETERS = ("source", "study", "run", "objective", "gamma", "token_weight", "margin_source", "seed",
-              "train_fraction", "framework", "dataset", "eval_dataset", "logit_scale", "epoch")
+#: The run's TrainConfig fields that shape what it learns beyond the columns above (the gradient monitor's fields
+#: measure without changing a run: tests/test_train.py checks it).
+_RECIPE_PARAMETERS = tuple(name for name in config_fields("training") if not name.startswith("monitor_"))
+PARAMETERS = tuple(dict.fromkeys((
+    "source", "study", "run", "objective", "gamma", "token_weight", "margin_source", "seed", "train_fraction",
+    "framework", "dataset", "eval_dataset", "logit_scale", *_RECIPE_PARAMETERS, "epoch")))
 #: The parameters that are a run's TrainConfig fields, read from its recorded config (the others are labels of the
 #: files and the harness: the objective's name, the framework).
 _CONFIG_PARAMETERS = tuple(name for name in PARAMETERS if name in config_fields(*IDENTITY_ROLES))
-#: Parameters that a seed study varies (with the run itself); the others must agree for runs to be compared.
-_NOT_COMPARED = ("run", "seed", "epoch")
 
 
 class NotMeasured(LookupError):
@@ -130,19 +131,6 @@ class Table:
         if not self.rows:
             raise NotMeasured(what)
         return self
-
-
-def seed_std(table: Table, metric: str = "mean_r1") -> tuple[float, int]:
-    """The seed spread of ``metric`` at the last epoch: the pooled sample standard deviation over every group of
-    runs that differ only in their seed (weights n − 1), and how many groups it pools; (nan, 0) without one."""
-    groups: dict = {}
-    for r in table.last().having(metric):
-        key = tuple((k, r[k]) for k in PARAMETERS if k not in _NOT_COMPARED)
-        groups.setdefault(key, {})[r["seed"]] = r[metric]
-    spreads = [(len(v) - 1, variance(v.values())) for v in groups.values() if len(v) > 1]
-    if not spreads:
-        return math.nan, 0
-    return math.sqrt(sum(n * var for n, var in spreads) / sum(n for n, _ in spreads)), len(spreads)
 
 
 # ---------------------------------------------------------------------------------------------------------
