@@ -220,7 +220,15 @@ def test_tables_and_figures(grids):
         assert isinstance(fig, Figure) and fig.axes
     fig = plot_plug_and_play(collected["plug_and_play"], {"lora": 2.6})
     labels = [t.get_text() for t in fig.axes[0].texts if t.get_text()]  # the arrows are empty annotations
-    assert "Δ +1.0 (paper +2.6)" in labels and len(labels) == len(collected["plug_and_play"])
+    assert "Δ +1.0 (paper +2.6)" in labels and len(labels) == len(collected["plug_and_play"]) + 1
+    assert "zero-shot 18.0" in labels and fig.axes[0].lines[-1].get_xdata()[0] == 18.0  # the dashed line
+    assert "| zero-shot | 18.0 |" in table
+    broken = {**collected["plug_and_play"], "goal": {o: result(v) for o, v in (("clip", 10), ("hn", 19))}}
+    for run in broken["goal"].values():
+        run["zero_shot"] = {**run["zero_shot"], "mean_r1": 18.0}
+    assert "| Δ (a repair) | +9.0 |" in plug_and_play_table(broken)
+    labels = [t.get_text() for t in plot_plug_and_play(broken).axes[0].texts]
+    assert "Δ +9.0: a repair" in labels
 
 
 def test_a_rerun_that_skips_completed_points_keeps_their_measured_time(grids):

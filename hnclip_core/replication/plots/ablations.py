@@ -137,9 +137,12 @@ def plot_temperature_grid(temperature: Mapping[str, Mapping[str, Mapping]]) -> F
 def plot_plug_and_play(plug_and_play: Mapping[str, Mapping[str, Mapping]],
                        paper_delta: Mapping[str, float] | None = None) -> Figure:
     """Each framework's average R@1 (last epoch) with InfoNCE and with L_HN as its global term, joined by an arrow
-    (Table 2, A4); ``paper_delta`` (framework → the paper's Δ average R@1) is written beside each arrow."""
+    (Table 2, A4), against the zero-shot model all of them start from (a dashed line); ``paper_delta`` (framework →
+    the paper's Δ average R@1) is written beside each arrow. A framework whose InfoNCE run ends at or below zero-shot
+    is marked a repair: L_HN's Δ there mends a broken baseline rather than improving a working one."""
     frameworks = [f for f, runs in plug_and_play.items() if "clip" in runs and "hn" in runs]
-    fig = Figure(figsize=(6.4, 0.5 * len(frameworks) + 1.4))
+    zero_shot = plug_and_play[frameworks[0]]["clip"]["zero_shot"]["mean_r1"] if frameworks else None
+    fig = Figure(figsize=(6.4, 0.5 * len(frameworks) + 1.6))
     ax = fig.subplots()
     for row, framework in enumerate(frameworks):
         base = plug_and_play[framework]["clip"]["last"]["mean_r1"]
@@ -151,12 +154,17 @@ def plot_plug_and_play(plug_and_play: Mapping[str, Mapping[str, Mapping]],
         label = f"Δ {boosted - base:+.1f}"
         if paper_delta and framework in paper_delta:
             label += f" (paper {paper_delta[framework]:+.1f})"
+        if base <= plug_and_play[framework]["clip"]["zero_shot"]["mean_r1"]:  # its own start, as the scorecard's
+            label += ": a repair"
         ax.text(max(base, boosted) + 0.3, row, label, va="center", fontsize=8)
+    if zero_shot is not None:
+        ax.axvline(zero_shot, color="black", linestyle="--", linewidth=1)
+        ax.text(zero_shot, -0.75, f"zero-shot {zero_shot:.1f}", ha="center", va="bottom", fontsize=8)
     ax.set_yticks(range(len(frameworks)), frameworks)
-    ax.invert_yaxis()
     low = min(min(plug_and_play[f][o]["last"]["mean_r1"] for o in ("clip", "hn")) for f in frameworks)
     high = max(max(plug_and_play[f][o]["last"]["mean_r1"] for o in ("clip", "hn")) for f in frameworks)
-    ax.set_xlim(low - 1, high + 6)
+    ax.set_xlim(min(low, zero_shot if zero_shot is not None else low) - 1, high + 9)
+    ax.set_ylim(len(frameworks) - 0.5, -1.1)
     ax.set_xlabel("average R@1 (%), last epoch: grey dot InfoNCE → arrow head L_HN")
     ax.set_title("L_HN in place of each framework's global InfoNCE term")
     ax.grid(axis="x", alpha=0.3)
