@@ -247,8 +247,10 @@ def _fine_tuning(rows: Table, compare_seeds: Callable[[Table], tuple[bool, dict,
     if agree:
         return compare_seeds(Table(tuple(r for r in rows if first_source.get(r["seed"]) == r["source"])))
     results = [(source, *compare_seeds(rows.where(source=source))) for source in sources]
-    ours = {"runs": sources, **{key: [item for _, _, numbers, _ in results for item in numbers[key]]
-                                for key in results[0][2]}}
+    ours = {"runs": [f"{source}, {run}" if "runs" in numbers else source for source, _, numbers, _ in results
+                     for run in numbers.get("runs", [None])],
+            **{key: [item for _, _, numbers, _ in results for item in numbers[key]]
+               for key in results[0][2] if key != "runs"}}
     failed = [r for r in results if not r[1]]
     return not failed, ours, "; ".join(f"{name}: {why}" for name, _, _, why in failed or results)
 
@@ -293,7 +295,8 @@ def _beats_infonce(rows, sigma):
         passed, why = _beats(a, b, sigma("mean_r1"))
         note = _damage_limitation({"hn+tok": fmean(a.values()), "clip": fmean(b.values())},
                                   _zero_shot(run.where(objective="clip")))
-        return passed, {"seeds": sorted(a), "hn+tok / clip avg R@1": [[a[k], b[k]] for k in sorted(a) if k in b]}, \
+        seeds = [k for k in sorted(a) if k in b]
+        return passed, {"runs": [f"seed {k}" for k in seeds], "hn+tok / clip avg R@1": [[a[k], b[k]] for k in seeds]}, \
             f"hn+tok − clip {why}{note}"
     return _fine_tuning(rows, compare_seeds)
 
@@ -303,8 +306,10 @@ def _beats_zero_shot(rows, sigma):
         a = _seeds_of(_by_seed(run, "hn+tok"), "hn+tok run")
         zero = _seeds_of(_by_seed(run, "hn+tok", epoch=0), "zero-shot row of the hn+tok run")
         passed, why = _beats(a, zero, sigma("mean_r1"))
-        pairs = [[a[k], zero[k]] for k in sorted(a) if k in zero]
-        return passed, {"seeds": sorted(a), "hn+tok / zero-shot avg R@1": pairs}, f"hn+tok − zero-shot {why}"
+        seeds = [k for k in sorted(a) if k in zero]
+        return passed, {"runs": [f"seed {k}" for k in seeds], "hn+tok / zero-shot avg R@1": [[a[k], zero[k]]
+                                                                                           for k in seeds]}, \
+            f"hn+tok − zero-shot {why}"
     return _fine_tuning(rows, compare_seeds)
 
 
