@@ -76,3 +76,16 @@ def test_the_committed_sweeps_are_the_shipped_toys_and_the_rate_is_the_preset():
     rates = record["learning_rate"]
     assert rates["base_config"]["checkpoint"] == shipped_toy_path().name  # chosen for the shipped toy
     assert {run["seed"] for run in rates["runs"]} >= {0, 1}
+
+
+def test_the_committed_framework_sweeps_say_whether_a_recipe_beats_zero_shot():
+    """results/validation.json's framework_rates: each framework's InfoNCE recipe on the validation split, from the
+    shipped toy; epoch 0 of every run is the zero-shot model, so whether a rate repairs the framework is readable."""
+    from hnclip_core.toy.model import shipped_toy_path
+
+    for framework, sweep in json.loads(COMMITTED.read_text()).get("framework_rates", {}).items():
+        assert sweep["framework"] == framework and sweep["split"] == "val" and sweep["objective"] == "clip"
+        assert sweep["base_config"]["checkpoint"] == shipped_toy_path().name
+        zero_shot = {run["per_epoch_r1"][0] for run in sweep["runs"]}
+        assert len(zero_shot) == 1  # one model to start from
+        assert sweep["chosen_lr"] in {run["lr"] for run in sweep["runs"]}
