@@ -28,10 +28,11 @@ interactive = True  # unused here; kept so that every chapter takes the same swi
 
 # %%
 # %matplotlib inline
+import math
 from dataclasses import asdict
 from pathlib import Path
 
-from chapter05_helpers import reading_the_frontier
+from chapter05_helpers import plot_paired_seeds, reading_the_frontier
 from IPython.display import Markdown, display
 
 from hnclip_core.replication import ablations as studies
@@ -62,7 +63,7 @@ from hnclip_core.replication.report import (
 )
 from hnclip_core.replication.results_files import Results
 from hnclip_core.replication.scorecard import CALIBRATION, CLAIMS, calibration_view, design_targets, judge
-from hnclip_core.replication.significance import SINGLE_RUN_MARGIN, seed_spread
+from hnclip_core.replication.significance import SINGLE_RUN_MARGIN, compare, seed_spread
 from hnclip_core.toy.model import shipped_toy_path, shipped_toy_record
 from hnclip_core.train import training_subset
 
@@ -156,6 +157,37 @@ display(Markdown(
     "seed and the mean of the paired differences is beyond twice its standard error (the table's last columns are "
     f"those differences); at one seed, A − B must exceed 2√2σ = {SINGLE_RUN_MARGIN * sigma:.2f}, twice the spread "
     "of a difference of two runs."))
+
+# %% [markdown]
+# ### The paired test by hand
+# Two runs of one seed share their initialisation and their batch order, so what a seed does to InfoNCE it may do
+# to HN-CLIP too, and cancel in the difference dᵢ = HN-CLIP − InfoNCE at seed i. That difference is what the
+# comparison is about, and its own spread is its noise: with n seeds the mean difference d̄ has a standard error
+# sd(d)/√n, and HN-CLIP beats InfoNCE when it leads at every seed and d̄ is beyond 2 standard errors. Whether the
+# pairing cancels anything is measured, not assumed: were the two runs of a seed unrelated, sd(d) would be √2σ.
+# Below, the numbers by hand and by `hnclip_core.replication.significance.compare`, and both side by side.
+
+# %%
+method, baseline = ({seed: last_r1[seed, o] for seed in runs_by_seed} for o in ("hn+tok", "clip"))
+d = [method[seed] - baseline[seed] for seed in runs_by_seed]
+d_mean = sum(d) / len(d)
+d_sd = math.sqrt(sum((x - d_mean) ** 2 for x in d) / (len(d) - 1))
+standard_error = d_sd / math.sqrt(len(d))
+paired = compare(method, baseline, sigma)
+assert math.isclose(paired.mean, d_mean) and math.isclose(paired.margin, 2 * standard_error)  # the package agrees
+print(f"differences {', '.join(f'{x:+.2f}' for x in d)}: mean {d_mean:+.2f}, sd {d_sd:.2f}, "
+      f"standard error {standard_error:.2f}, so 2 SE = {2 * standard_error:.2f}")
+print(f"ahead at every seed: {all(x > 0 for x in d)}; beyond 2 SE: {d_mean > 2 * standard_error}; "
+      f"the package's verdict: {'beats' if paired.beats else 'does not beat'}")
+unpaired = math.sqrt(2) * sigma
+cancels = ("smaller than" if d_sd < 0.8 * unpaired else "larger than" if d_sd > 1.25 * unpaired
+           else "about as large as")
+print(f"the spread of the differences, sd(d) = {d_sd:.2f}, is {cancels} √2σ = {unpaired:.2f}, the spread of a "
+      f"difference of two unrelated runs: on this toy the pairing "
+      + ("cancels part of the seed noise" if cancels == "smaller than" else "cancels none of the seed noise"))
+fig = plot_paired_seeds(method, baseline, sigma)
+exp.save_figure(fig, "05_paired_seeds")
+show(fig)
 
 # %% [markdown]
 # ### The toy's design targets (not claims of the paper)
