@@ -62,15 +62,24 @@ interactive = True  # progress bars; papermill batch runs pass False
 # %% tags=[]
 # %matplotlib inline
 #papermill_description=setup
-import math
 from pathlib import Path
 
+from chapter04_helpers import (
+    boost_reading,
+    components_reading,
+    margin_source_reading,
+    sample_efficiency_reading,
+    seeds_reading,
+    temperature_reading,
+    transfer_reading,
+    yardstick_reading,
+    zero_shot_reading,
+)
 from IPython.display import Markdown, display
 
 from hnclip_core.replication import ablations as studies
 from hnclip_core.replication import paper
 from hnclip_core.replication.experiment import Experiment
-from hnclip_core.replication.objectives import OBJECTIVES
 from hnclip_core.replication.plots import show
 from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,
@@ -79,10 +88,10 @@ from hnclip_core.replication.plots.ablations import (
     plot_temperature_grid,
 )
 from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep
-from hnclip_core.replication.report import compared, gap_note, recall_table
+from hnclip_core.replication.report import recall_table
 from hnclip_core.replication.results_files import Results
 from hnclip_core.replication.scorecard import SEED_SPREAD
-from hnclip_core.replication.significance import SINGLE_RUN_MARGIN, seed_spread
+from hnclip_core.replication.significance import seed_spread
 from hnclip_core.replication.tidy import read_results
 from hnclip_core.train import training_subset
 
@@ -287,7 +296,7 @@ print(exp.save_json("ablations", studies.slim({
 # σ from the seeds study as this chapter saved it (read back as chapter 5's tidy table reads it).
 saved = read_results(exp.output_path).where(source="ablations.json")
 spread = seed_spread(saved.where(study="seeds"))
-sigma, pooled = spread.value, spread.configurations  # nan without two seeds of one method: nothing beyond noise
+sigma = spread.value  # nan without two seeds of one method: nothing beyond noise
 
 
 def r1(run: dict) -> float:
@@ -295,182 +304,44 @@ def r1(run: dict) -> float:
     return run["last"]["mean_r1"]
 
 
-def by_value(runs: dict) -> dict:
-    """A study's runs keyed by their numeric value (γ, s, fraction) instead of its string."""
-    return {float(key): run for key, run in runs.items()}
+def r1s(runs: dict, numeric: bool = False) -> dict:
+    """A study's runs → their last-epoch average R@1, keyed by the value the study varies (γ, fraction: ``numeric``)."""
+    return {(float(key) if numeric else key): r1(run) for key, run in runs.items()}
 
 
 where = {name: f"trained here at {scale!r} scale" if name in trained_here else "the full grid of `make ablations`"
          for name in studies.CHAPTER_STUDIES}
 one_seed = ("(a) and (b) ran one seed each, " + (where["gamma"] if where["gamma"] == where["components"] else
             f"(a) {where['gamma']}, (b) {where['components']}") + ".")
-lines = [f"**The yardstick.** {spread.describe()}, from the seeds of (e) ({where['seeds']}); a difference of two "
-         f"single runs must exceed 2√2σ = {SINGLE_RUN_MARGIN * sigma:.2f} points to count. {one_seed}" if pooled else
-         "**The yardstick.** (e) ran no two seeds of one method here, so there is no σ: every difference below is "
-         f"one run against another, and none is called beyond the noise. {one_seed}"]
-
-# Where (a) and (b) end against the zero-shot model they start from (a configuration both studies ran counts once).
+# a configuration (a) and (b) both ran counts once
 models = {run["config"]["output_dir"]: run for run in [*gamma_runs.values(), *component_runs.values()]}
 zero = next(iter(models.values()))["zero_shot"]["mean_r1"]
-drops = sorted(r1(run) - zero for run in models.values())
-below = sum(compared(d, sigma) == "behind" for d in drops)
-above = sum(compared(d, sigma) == "ahead of" for d in drops)
-if below == len(drops):
-    lines.append(f"**Against zero-shot.** All {len(drops)} fine-tuned models of (a) and (b) end *below* the zero-shot "
-                 f"model ({zero:.1f}), by {-drops[-1]:.1f} to {-drops[0]:.1f} points: at this scale fine-tuning "
-                 "costs this model accuracy, and (a) and (b) compare how much each loss loses — a loss \"ahead\" "
-                 "of another here loses less, it does not improve on the pre-trained model.")
-elif above == len(drops):
-    lines.append(f"**Against zero-shot.** All {len(drops)} fine-tuned models of (a) and (b) end above the zero-shot "
-                 f"model ({zero:.1f}), by {drops[0]:.1f} to {drops[-1]:.1f} points: (a) and (b) compare how much "
-                 "each loss adds to the pre-trained model.")
-else:
-    level = len(drops) - above - below
-    counts = [f"{n} {'ends' if n == 1 else 'end'} {what}" for n, what in (
-        (above, "above it by more than 2√2σ"), (below, "below it by more than 2√2σ"), (level, "within 2√2σ of it"))
-        if n]
-    lines.append(f"**Against zero-shot** ({zero:.1f}): of the {len(drops)} fine-tuned models of (a) and (b), "
-                 + (f"{', '.join(counts[:-1])} and {counts[-1]}" if len(counts) > 1 else counts[0])
-                 + f" (from {drops[0]:+.1f} to {drops[-1]:+.1f} points)"
-                 + ("; none ends above it by more than 2√2σ." if not above else "."))
-
-# (b): which component does the work
-c = {o: r1(run) for o, run in component_runs.items()}
-paper_3b = {o: paper.value("3b", method=o, dataset="average (DCI, Long-DCI)", metric="mean_r1") for o in c}
-lines.append(
-    f"**(b) Components.** L_HN alone is {compared(c['hn'] - c['clip'], sigma)} InfoNCE "
-    f"({gap_note(c['hn'] - c['clip'], sigma)}); HN-CLIP (L_HN + L_tok) is "
-    f"{compared(c['hn+tok'] - c['clip'], sigma)} InfoNCE ({gap_note(c['hn+tok'] - c['clip'], sigma)}); L_tok "
-    f"alone is {compared(c['tok'] - c['clip'], sigma)} InfoNCE ({gap_note(c['tok'] - c['clip'], sigma)}); and "
-    f"adding L_tok to L_HN "
-    f"{compared(c['hn+tok'] - c['hn'], sigma, 'helps', 'changes nothing beyond 2√2σ', 'costs accuracy')} "
-    f"({gap_note(c['hn+tok'] - c['hn'], sigma)}). In the paper (Table 3b, average of DCI and Long-DCI) L_tok "
-    f"alone moves InfoNCE by {paper_3b['tok'] - paper_3b['clip']:+.2f} and adds "
-    f"{paper_3b['hn+tok'] - paper_3b['hn']:+.2f} to L_HN.")
-
-# (a): γ against γ = 0 (L_tok alone), and the γ > 0 runs against each other
-gammas = by_value(gamma_runs)
-if 0.0 in gammas and len(gammas) > 1:
-    leads = {g: r1(run) - r1(gammas[0.0]) for g, run in gammas.items() if g > 0}
-    behind_zero = [g for g, lead in leads.items() if compared(lead, sigma) != "ahead of"]
-    boosted = [r1(gammas[g]) for g in leads]
-    width = max(boosted) - min(boosted)
-    lines.append(
-        "**(a) Boost strength.** γ = 0 is L_tok alone; "
-        + (f"every γ > 0 is ahead of it by more than 2√2σ, by {min(leads.values()):+.1f} to "
-           f"{max(leads.values()):+.1f} points" if not behind_zero else
-           "not every γ > 0 is ahead of it by more than 2√2σ: " + ", ".join(
-               f"γ = {g:g} ({gap_note(leads[g], sigma)})" for g in behind_zero))
-        + f". The γ > 0 runs lie within {width:.1f} points of each other ("
-        + ("within" if compared(width, sigma) == "level with" else "beyond") + " 2√2σ).")
-
-# (f): the same models on the other benchmark
+lines = [yardstick_reading(spread, where["seeds"], one_seed),
+         zero_shot_reading(zero, [r1(run) for run in models.values()], sigma),
+         components_reading(r1s(component_runs), {o: paper.value("3b", method=o, dataset="average (DCI, Long-DCI)",
+                                                                  metric="mean_r1") for o in component_runs}, sigma)]
+if 0.0 in r1s(gamma_runs, numeric=True) and len(gamma_runs) > 1:
+    lines.append(boost_reading(r1s(gamma_runs, numeric=True), sigma))
 if transfer_runs:
     runs = transfer_runs[exp.dataset]
-    home = {o: r1(ev[exp.eval_name]) for o, ev in runs.items()}
-    away = {o: r1(ev[transfer_dataset]) for o, ev in runs.items()}
-    away_zero = next(iter(runs.values()))[transfer_dataset]["zero_shot"]["mean_r1"]
-    rank = [OBJECTIVES[o] for o in sorted(away, key=away.get, reverse=True)]
-    same = sorted(home, key=home.get, reverse=True) == sorted(away, key=away.get, reverse=True)
-    away_below = sum(compared(v - away_zero, sigma) == "behind" for v in away.values())
-    line = (f"**(f) Transfer.** On {transfer_dataset} the {len(away)} models of (b) rank "
-            f"{'as they do' if same else 'differently from'} in-domain ({' > '.join(rank)})")
-    if "hn+tok" in away and "clip" in away:
-        line += (f"; HN-CLIP is {compared(away['hn+tok'] - away['clip'], sigma)} InfoNCE there "
-                 f"({gap_note(away['hn+tok'] - away['clip'], sigma)})")
-    lines.append(line + f"; {away_below} of {len(away)} end below the zero-shot model on it ({away_zero:.1f}) by "
-                        "more than 2√2σ.")
-
-# (c): recomputed vs frozen Ḡ, and the mean Ḡ the boost starts from
+    lines.append(transfer_reading(transfer_dataset, {o: r1(ev[exp.eval_name]) for o, ev in runs.items()},
+                                  {o: r1(ev[transfer_dataset]) for o, ev in runs.items()},
+                                  next(iter(runs.values()))[transfer_dataset]["zero_shot"]["mean_r1"], sigma))
 if {"recomputed", "frozen"} <= set(source_runs):
-    gap = r1(source_runs["recomputed"]) - r1(source_runs["frozen"])
-    similarity = [h["caption_mean_similarity"] for h in source_runs["recomputed"]["history"]
-                  if "caption_mean_similarity" in h]
-    docci = paper.CAPTION_GEOMETRY["DOCCI"]["mean_pairwise"]
-    lines.append(
-        f"**(c) Recomputed vs frozen Ḡ** ({where['margin_source']}): the recomputed run is "
-        f"{compared(gap, sigma)} the frozen one ({gap_note(gap, sigma)}). The margin a frozen Ḡ keeps all training "
-        f"starts from the captions' mean similarity before fine-tuning: {similarity[0]:.3f} here, falling to "
-        f"{similarity[-1]:.3f} under the recomputing run's encoder by its last epoch; DOCCI's under Long-CLIP-L is "
-        f"{docci:.2f} (Table A1), so these captions are "
-        f"{'far less' if similarity[0] < docci / 2 else 'less' if similarity[0] < docci else 'at least as'} "
-        "crowded, and the boost either variant applies is correspondingly "
-        f"{'smaller' if similarity[0] < docci else 'as large or larger'}.")
-
-# (d): the paper's claim, and whether a win is a gain or a smaller loss
-fractions = by_value(fraction_runs)
-low, high = min(fractions), max(fractions)
-zero_d = next(iter(fractions[low].values()))["zero_shot"]["mean_r1"]
-standing = {f: compared(r1(runs["hn+tok"]) - r1(runs["clip"]), sigma, "ahead of", "level with", "behind")
-            for f, runs in sorted(fractions.items()) if {"clip", "hn+tok"} <= set(runs)}
-line = f"**(d) Sample efficiency** ({where['fractions']}): against InfoNCE on the same data, HN-CLIP is " + "; ".join(
-    f"{word} it at " + ", ".join(f"{100 * f:g} %" for f, w in standing.items() if w == word)
-    for word in ("ahead of", "level with", "behind") if word in standing.values()) + " (2√2σ as above)"
-if PAPER_FRACTION in fractions and high == 1.0 and studies.strongest_baseline(fractions[high]):
-    best = studies.strongest_baseline(fractions[high])
-    small, full = r1(fractions[PAPER_FRACTION]["hn+tok"]), r1(fractions[high][best])
-    line += (f". The paper's comparison: HN-CLIP on {100 * PAPER_FRACTION:g} % of the data is "
-             f"{compared(small - full, sigma)} the strongest baseline ({OBJECTIVES[best]}) on all of it "
-             f"({gap_note(small - full, sigma)})")
-    if compared(small - zero_d, sigma) == "behind" and compared(full - zero_d, sigma) == "behind":
-        line += (f" — but both end below the zero-shot model ({zero_d:.1f}): HN-CLIP wins by losing less, damage "
-                 "limitation rather than the paper's gain")
-else:
-    line += f". This grid has no {100 * PAPER_FRACTION:g} % and 100 % pair, so the paper's comparison is not made here"
-if "clip" in fractions[low] and "clip" in fractions[high]:
-    fall = r1(fractions[high]["clip"]) - r1(fractions[low]["clip"])
-    if compared(fall, sigma) == "behind":
-        line += (f". InfoNCE ends *lower* the more data it trains on ({r1(fractions[low]['clip']):.1f} at "
-                 f"{100 * low:g} % → {r1(fractions[high]['clip']):.1f} at {100 * high:g} %): on this model more "
-                 "InfoNCE training costs more accuracy")
-lines.append(line + ".")
-
-# (e): seed-to-seed differences, like with like: the largest over the six metrics Table A8 reports
-metrics = {f"{d}_r{k}": f"{name} R@{k}" for d, name in (("t2i", "T→I"), ("i2t", "I→T")) for k in (1, 5, 10)}
-method_runs = [runs["hn+tok"]["last"] for runs in seed_runs.values() if "hn+tok" in runs]
-deltas = {m: max(r[m] for r in method_runs) - min(r[m] for r in method_runs) for m in metrics}
-worst = max(deltas, key=deltas.get)
-average = max(r["mean_r1"] for r in method_runs) - min(r["mean_r1"] for r in method_runs)
-paper_seeds = sum(r.method == "HN-CLIP" and (r.setting or "").startswith("seed ") for r in paper.table("A8").rows)
-lines.append(
-    f"**(e) Seeds** ({where['seeds']}): over {len(method_runs)} seeds HN-CLIP's largest seed-to-seed difference over "
-    f"R@1/5/10 of both directions is {deltas[worst]:.1f} points ({metrics[worst]}), "
-    f"{'more than' if deltas[worst] > SEED_SPREAD else 'within'} the paper's {SEED_SPREAD:.2f} for the same six "
-    f"metrics over its {paper_seeds} seeds (Table A8, Long-DCI); its average R@1 moves by {average:.1f}"
-    + (f" (max − min over {len(method_runs)} seeds tends to exceed that over {paper_seeds}, for the same noise)."
-       if len(method_runs) > paper_seeds else "."))
-
-# (g): the boost at each fixed s, the same γ across s, and runs with the same s·γ
-grid = {(float(s), float(g)): r1(run) for s, by_gamma in temperature_runs.items() for g, run in by_gamma.items()}
-temperatures = sorted({s for s, _ in grid})
-gains = {(s, g): v - grid[s, 0.0] for (s, g), v in grid.items() if g > 0 and (s, 0.0) in grid}
-line = (f"**(g) Temperature × γ** ({where['temperature']}): every γ > 0 is "
-        + ("ahead of γ = 0 at its s by more than 2√2σ" if all(compared(v, sigma) == "ahead of" for v in gains.values())
-           else "not ahead of γ = 0 at its s by more than 2√2σ everywhere")
-        + " (" + "; ".join(f"s = {s:g}, γ = {g:g}: {v:+.1f}" for (s, g), v in sorted(gains.items())) + ")")
-shared = sorted({g for s, g in gains if all((t, g) in gains for t in temperatures)})
-if len(temperatures) > 1 and shared:
-    a, b = temperatures[0], temperatures[-1]
-    words = {compared(gains[a, g] - gains[b, g], sigma, "more", "as much", "less") for g in shared}
-    summary = (f"about as much at s = {a:g} as at s = {b:g}" if words == {"as much"} else
-               f"{words.pop()} at s = {a:g} than at s = {b:g}" if len(words) == 1 else
-               f"different amounts at s = {a:g} and at s = {b:g}")
-    line += f"; at the same γ the boost adds {summary} (" + "; ".join(
-        f"γ = {g:g}: {gains[a, g]:+.1f} vs {gains[b, g]:+.1f}, a difference of "
-        f"{gap_note(gains[a, g] - gains[b, g], sigma)}" for g in shared) + ")"
-twins = [((s, g), (t, h)) for (s, g) in grid for (t, h) in grid if s < t and g > 0 and h > 0
-         and math.isclose(s * g, t * h)]
-for (s, g), (t, h) in twins:
-    gap = grid[s, g] - grid[t, h]
-    line += (f"; the runs with the same s·γ = {s * g:g} (s = {s:g}, γ = {g:g} and s = {t:g}, γ = {h:g}) score "
-             + ("alike (" if compared(gap, sigma) == "level with" else "differently (")
-             + f"{gap_note(gap, sigma)})")
-if twins:
-    line += (", so the boost does not act through s·γ alone" if any(
-        compared(grid[x] - grid[y], sigma) != "level with" for x, y in twins) else
-        ", as if the boost acted through s·γ alone")
-lines.append(line + ".")
-
+    lines.append(margin_source_reading(
+        r1(source_runs["recomputed"]), r1(source_runs["frozen"]),
+        [h["caption_mean_similarity"] for h in source_runs["recomputed"]["history"] if "caption_mean_similarity" in h],
+        paper.CAPTION_GEOMETRY["DOCCI"]["mean_pairwise"], sigma, where["margin_source"]))
+fractions = {float(f): r1s(runs) for f, runs in fraction_runs.items()}
+lines.append(sample_efficiency_reading(
+    fractions, next(iter(fraction_runs[min(fraction_runs, key=float)].values()))["zero_shot"]["mean_r1"], sigma,
+    where["fractions"], PAPER_FRACTION))
+lines.append(seeds_reading(
+    [runs["hn+tok"]["last"] for runs in seed_runs.values() if "hn+tok" in runs], SEED_SPREAD,
+    sum(r.method == "HN-CLIP" and (r.setting or "").startswith("seed ") for r in paper.table("A8").rows),
+    where["seeds"]))
+lines.append(temperature_reading({(float(s), float(g)): r1(run) for s, by_gamma in temperature_runs.items()
+                                  for g, run in by_gamma.items()}, sigma, where["temperature"]))
 display(Markdown("\n\n".join(f"* {line}" for line in lines)))
 
 # %% [markdown] tags=[]

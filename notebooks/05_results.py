@@ -32,7 +32,7 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
-from chapter05_helpers import plot_paired_seeds, reading_the_frontier
+from chapter05_helpers import plot_paired_seeds, reading_the_frontier, summary_reading
 from IPython.display import Markdown, display
 
 from hnclip_core.replication import ablations as studies
@@ -50,15 +50,12 @@ from hnclip_core.replication.plots.ablations import (
 from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep
 from hnclip_core.replication.report import (
     DESIGN_TARGET_STATUSES,
-    compared,
     describe_machine,
     diagnostics_table,
     format_number,
     geometry_table,
     markdown_table,
-    power_of_ten,
     recall_table,
-    renamed,
     verdicts_table,
 )
 from hnclip_core.replication.results_files import Results
@@ -400,137 +397,12 @@ print(exp.save_json("scorecard", [asdict(r) for r in scorecard]).name)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-verdicts = {v.claim_id: v for v in scorecard}
-
-
-def holds(claim_id: str) -> bool | None:
-    """True / False for a reproduced / not reproduced claim, None where it was not measured."""
-    status = verdicts[claim_id].status
-    return None if status == "not measured" else status == "reproduced"
-
-
-def per_run(claim_id: str, key: str) -> list[list[float]]:
-    """A fine-tuning claim's numbers of ``key``, one list per run of chapter 3's recipe (one run or several)."""
-    value = verdicts[claim_id].ours[key]
-    return value if isinstance(value[0], list) else [value]
-
-
-fig4 = paper.SATURATION
-paragraphs = [f"**Summary.** On the embedded default {counts['reproduced']} of the paper's {len(scorecard)} claims "
-              f"reproduce and {counts['not reproduced']} do not"
-              + (f"; {counts['not measured']} could not be measured" if counts["not measured"] else "") + "."]
-
-# The regime: the toy's design target of a strong initialisation (section 5)
-regime = calibration["zero_shot_regime"]
-strong = next((v for v in targets if v.claim_id == "strong_initialisation"), None)
-if strong is not None:
-    paragraphs.append(
-        ("The toy starts where the paper's diagnosis starts" if strong.status == "reproduced" else
-         "The toy misses its design target of a strong initialisation")
-        + f": before any fine-tuning {100 * regime['solved_share']:.0f} % of random micro-batches are already solved "
-        f"for InfoNCE, {100 * regime['twin_error_share']:.0f} % of its T→I retrieval errors are near-twins and "
-        f"{100 * regime['own_family_top1']:.0f} % of its top-1 images lie in the query's own family"
-        + ("." if strong.status == "reproduced" else f" (short of the target: {strong.explanation})."))
-
-# The diagnosis: saturation, the boosted loss and its gradient (chapter 2, the calibration)
-monitored = results.having("measurements", "median_grad_ratio").where(epoch=lambda e: e >= 1)
-diagnosis = []
-if holds("infonce_saturates") is not None:
-    least = next(iter(verdicts["infonce_saturates"].ours.values()))
-    diagnosis.append(("InfoNCE saturates" if holds("infonce_saturates") else "InfoNCE does not saturate as the paper "
-                      "says") + f": in epoch 1 at least {100 * least:.0f} % of the measured micro-batches of every run "
-                     f"are solved for it (the paper: {100 * fig4['solved_clip_first_epoch']:.0f} %, Fig. 4)")
-if holds("hn_stays_active") is not None:
-    least = next(iter(verdicts["hn_stays_active"].ours.values()))
-    diagnosis.append(("L_HN stays active" if holds("hn_stays_active") else "L_HN does not stay active")
-                     + f" on at least {100 * least:.0f} % of them in every epoch (the paper's least: "
-                     f"{100 * fig4['active_hn_min']:.0f} %)")
-if holds("gradient_ratio") is not None and len(monitored):
-    ratios = monitored.column("median_grad_ratio")
-    low, high = fig4["grad_ratio_range"]
-    diagnosis.append(f"the boosted gradient is {min(ratios):.0f}–{max(ratios):.0f} times InfoNCE's (per-epoch "
-                     f"medians), {'within' if holds('gradient_ratio') else 'short of'} the paper's "
-                     f"{power_of_ten(low)}–{power_of_ten(high)}")
-if holds("gradient_aligned") is not None:
-    cosines = verdicts["gradient_aligned"].ours["per-epoch mean cosine"]
-    diagnosis.append(f"it {'stays' if holds('gradient_aligned') else 'is not'} positively aligned with InfoNCE's "
-                     f"(mean cosines {cosines[0]:.2f}–{cosines[1]:.2f} per epoch, the paper's "
-                     f"{fig4['cosine_mean']:.2f} ± {fig4['cosine_std']:.2f})")
-if diagnosis:
-    paragraphs.append("**The diagnosis** (§2.4): " + "; ".join(diagnosis) + ".")
-measured = [c for c in ("geometry", "exact_zero_gradients") if holds(c) is not None]
-if measured:
-    paragraphs.append("Of the measurements behind it, " + "; ".join(
-        f"“{verdicts[c].text.rstrip('.')}” {'reproduces' if holds(c) else 'does not reproduce'} — "
-        f"{renamed(verdicts[c].explanation)}" for c in measured) + ".")
-
-# The headline: HN-CLIP against InfoNCE and against the zero-shot model, chapter 3's recipe at every seed
-headline = []
-if holds("beats_infonce") is not None and holds("beats_zero_shot") is not None:
-    pairs = per_run("beats_infonce", "hn+tok / clip avg R@1")
-    gaps = [a - b for a, b in pairs]
-    zero = [z for _, z in per_run("beats_zero_shot", "hn+tok / zero-shot avg R@1")]
-    method_drop = [a - z for (a, _), z in zip(pairs, zero, strict=True)]
-    infonce_drop = [b - z for (_, b), z in zip(pairs, zero, strict=True)]
-    headline.append(
-        f"HN-CLIP {'beats' if holds('beats_infonce') else 'does not beat'} InfoNCE over the {len(gaps)} seed"
-        f"{'s' * (len(gaps) > 1)} of chapter 3's recipe, by {min(gaps):+.2f} to {max(gaps):+.2f} points "
-        f"({renamed(verdicts['beats_infonce'].explanation)})")
-    if holds("beats_zero_shot"):
-        headline[-1] += ", and ends above the zero-shot model it starts from, as in the paper"
-    elif all(compared(d, sigma) == "behind" for d in method_drop + infonce_drop):
-        headline[-1] += (" — but both end below the zero-shot model they start from (HN-CLIP by "
-                         f"{-max(method_drop):.2f} to {-min(method_drop):.2f}, InfoNCE by {-max(infonce_drop):.2f} to "
-                         f"{-min(infonce_drop):.2f} points)"
-                         + (": fine-tuning costs this model accuracy, and HN-CLIP wins by losing less — damage "
-                            "limitation, not the paper's gain over the pre-trained model" if holds("beats_infonce")
-                            else ""))
-    else:
-        headline[-1] += (", but does not beat the zero-shot model it starts from "
-                         f"({renamed(verdicts['beats_zero_shot'].explanation)})")
-epochs = [f"“{verdicts[c].text.rstrip('.')}” {'reproduces' if holds(c) else 'does not reproduce'} — "
-          f"{renamed(verdicts[c].explanation)}" for c in ("leads_from_first_epoch", "first_epoch_matches_final")
-          if holds(c) is not None]
-if headline or epochs:
-    paragraphs.append("**The headline** (Table 1, Fig. 5): " + "; ".join(headline) + ". "
-                      + (f"Over the epochs, {'; '.join(epochs)}." if epochs else ""))
-
-# The ablations, on the full grids of section 6 (why each verdict is what it is: the table above)
-ablation_ids = ["gamma_beats_zero", "components", "recomputed_beats_frozen", "milder_gamma_transfers",
-                "data_efficiency", "seed_spread", "cross_domain", "temperature_plateau", "plug_and_play",
-                "efficiency"]
-kept = [f"“{verdicts[c].text.rstrip('.')}”" for c in ablation_ids if holds(c)]
-lost = [f"“{verdicts[c].text.rstrip('.')}”" for c in ablation_ids if holds(c) is False]
-if kept or lost:
-    paragraphs.append(f"**The ablations** (section 6; the table says why). Reproduced: {'; '.join(kept) or 'none'}. "
-                      f"Not reproduced: {'; '.join(lost) or 'none'}.")
-# Sample efficiency: a win at 20 % of the data may be a smaller loss, not a gain
 fractions = results.where(study="fractions")
-last = fractions.last().values("mean_r1", "train_fraction", "objective")
-if holds("data_efficiency") and last:
-    zero_shot = fractions.where(epoch=0).column("mean_r1")[0]
-    (method, method_value), (baseline, baseline_value) = verdicts["data_efficiency"].ours.items()
-    least, most = min(f for f, _ in last), max(f for f, _ in last)
-
-    def named(label: str) -> str:
-        """"hn+tok at 20 % avg R@1" → "HN-CLIP on 20 % of the data"."""
-        objective, share = label.removesuffix(" avg R@1").split(" at ")
-        return f"{OBJECTIVES.get(objective, objective)} on {share} of the data"
-
-    note = ""
-    if all(compared(v - zero_shot, sigma) == "behind" for v in (method_value, baseline_value)):
-        note = (f"The sample-efficiency win is damage limitation: {named(method)} ({method_value:.1f}) and "
-                f"{named(baseline)} ({baseline_value:.1f}) both end below the zero-shot model ({zero_shot:.1f}); "
-                "HN-CLIP loses less")
-    if ("clip" in {o for _, o in last} and compared(last[most, "clip"] - last[least, "clip"], sigma) == "behind"):
-        note += ("; " if note else "") + (f"InfoNCE is best on the least data ({last[least, 'clip']:.1f} at "
-                                          f"{100 * least:g} %) and worse with more ({last[most, 'clip']:.1f} at "
-                                          f"{100 * most:g} %), so its 100 % run is InfoNCE at its worst")
-    if note:
-        paragraphs.append(note + ".")
-paragraphs.append("On real Long-CLIP-L and DOCCI every chapter and grid runs unchanged with `backbone` and `dataset` "
-                  "set; there the same rules judge the paper's claims on the paper's own model.")
-display(Markdown("\n\n".join(paragraphs)))
+monitored = results.having("measurements", "median_grad_ratio").where(epoch=lambda e: e >= 1)
+display(Markdown(summary_reading(
+    scorecard, targets, calibration["zero_shot_regime"], ratios=monitored.column("median_grad_ratio"),
+    fractions_last=fractions.last().values("mean_r1", "train_fraction", "objective"),
+    fractions_zero_shot=next(iter(fractions.where(epoch=0).column("mean_r1")), None), sigma=sigma)))
 
 # %% [markdown]
 # ## Exercises

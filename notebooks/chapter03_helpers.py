@@ -39,6 +39,7 @@ from matplotlib.figure import Figure
 from hnclip_core.frameworks import Framework
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, HNClipLoss
 from hnclip_core.replication.plots.training import method_colour, method_name
+from hnclip_core.replication.words import trend, turns
 from hnclip_core.train import TrainConfig, epoch_batches, train
 
 __all__ = [
@@ -47,8 +48,6 @@ __all__ = [
     "own_family_top1", "reading_the_results",
 ]
 
-#: A change smaller than this share of a loss's value is "level" in the sentences.
-LEVEL = 0.05
 #: Points of Recall@1 below which two recalls read as "level with" each other: equal up to float rounding (one query
 #: of a 1,000-pair split moves a recall by 0.1).
 SAME_RECALL = 0.005
@@ -186,26 +185,6 @@ def losses_table(results: dict[str, dict], baseline: str, method: str,
     return "\n".join(lines)
 
 
-def _trend(first: float, last: float, level: float = LEVEL) -> str:
-    """"rises", "falls" or "stays level" for a change from ``first`` to ``last`` (relative to their size)."""
-    if abs(last - first) <= level * max(abs(first), abs(last)):
-        return "stays level"
-    return "rises" if last > first else "falls"
-
-
-def _path(values: Sequence[float]) -> str:
-    """A note on a per-epoch series (epoch 1 first) that does not move in one direction: where it turns."""
-    steps = np.diff(values)
-    if len(values) < 3 or np.all(steps > 0) or np.all(steps < 0):
-        return ""
-    low, high = int(np.argmin(values)), int(np.argmax(values))
-    if 0 < low < len(values) - 1:
-        return f" (not monotonically: lowest in epoch {low + 1})"
-    if 0 < high < len(values) - 1:
-        return f" (not monotonically: highest in epoch {high + 1})"
-    return " (not monotonically)"
-
-
 def reading_the_convergence(results: dict[str, dict], baseline: str, method: str) -> str:
     """The sentence under Fig. 5 / A9: where each run's average R@1 goes from zero-shot, which one leads in which
     epochs and directions."""
@@ -263,16 +242,16 @@ def reading_the_losses(results: dict[str, dict], baseline: str, method: str,
     b_name, m_name = method_name(baseline), method_name(method)
     curve = {o: [h["train_loss"] for h in results[o]["history"] if h["epoch"] >= 1] for o in (baseline, method)}
     epochs = len(curve[baseline])
-    trend = {o: _trend(values[0], values[-1]) for o, values in curve.items()}
+    trends = {o: trend(values) for o, values in curve.items()}
 
     def said(objective, name, fmt):
         first, last = curve[objective][0], curve[objective][-1]
         if epochs == 1:
             return f"{name}'s is {first:{fmt}} in its one epoch"
         numbers = f"{first:{fmt}} in epoch 1 to {last:{fmt}} in epoch {epochs}"
-        if trend[objective] == "stays level":
+        if trends[objective] == "stays level":
             return f"{name}'s stays level ({numbers.replace(' to ', ', ')})"
-        return f"{name}'s {trend[objective]} from {numbers}{_path(curve[objective])}"
+        return f"{name}'s {trends[objective]} from {numbers}{turns(curve[objective], at='in epoch ')}"
 
     yard_clip, yard_hn = _epoch_means(losses[zero_shot], "clip"), _epoch_means(losses[zero_shot], "hn")
     after_clip, after_hn = _epoch_means(losses[b_name], "clip"), _epoch_means(losses[m_name], "hn")
@@ -327,9 +306,9 @@ def reading_the_losses(results: dict[str, dict], baseline: str, method: str,
     else:
         end = f"is below the start on the same micro-batches (×{after_all:.2f})"
     cause = ("the batches and " if batches_move else "") + "the weights in motion"
-    if trend[baseline] == "rises" and after_all <= 1.1:
+    if trends[baseline] == "rises" and after_all <= 1.1:
         end += f", so the curve's rise comes from {cause}, not from a worse end point"
-    elif trend[baseline] == "rises" and after_all < during_all:
+    elif trends[baseline] == "rises" and after_all < during_all:
         end += f": the curve's rise comes more from {cause} than from the end point"
     text.append(f"The {b_name} model after its last epoch {end}.")
 

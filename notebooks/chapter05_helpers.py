@@ -9,15 +9,25 @@ its benchmark or the calibration change.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from statistics import fmean
 
 from hnclip_core.replication import paper
+from hnclip_core.replication.objectives import OBJECTIVES
+from hnclip_core.replication.report import power_of_ten, renamed
 from hnclip_core.replication.scorecard import GAIN_OVER_INFONCE, Verdict
 from hnclip_core.replication.significance import compare
+from hnclip_core.replication.words import at_least, compared
 
 
 def _share(value: float) -> str:
     return f"{100 * value:.1f} %" if value < 0.1 else f"{100 * value:.0f} %"
+
+
+def _span(values) -> str:
+    """"+1.20 to +3.05", or one number where they print alike."""
+    low, high = f"{min(values):+.2f}", f"{max(values):+.2f}"
+    return low if low == high else f"{low} to {high}"
 
 
 def _per_seed(values) -> str:
@@ -168,3 +178,179 @@ def plot_paired_seeds(method: dict[int, float], baseline: dict[int, float], sigm
     gaps.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------------------------------------- the summary
+SUMMARY = ("**Summary.** On the embedded default {reproduced} of the paper's {total} claims reproduce and {missed} "
+           "do not")
+REGIME = ("{opening}: before any fine-tuning {solved:.0f} % of random micro-batches are already solved for InfoNCE, "
+          "{twins:.0f} % of its T→I retrieval errors are near-twins and {family:.0f} % of its top-1 images lie in "
+          "the query's own family{closing}")
+SATURATES = ("{claim}: in epoch 1 {least} of the measured micro-batches of every run {verb} solved for it (the paper: "
+             "{paper:.0f} %, Fig. 4)")
+STAYS_ACTIVE = "{claim} on {least} of them in every epoch (the paper's least: {paper:.0f} %)"
+GRADIENT_RATIO = ("the boosted gradient is {low:.0f}–{high:.0f} times InfoNCE's (per-epoch medians), {versus} the "
+                  "paper's {paper}")
+ALIGNED = ("it {verb} positively aligned with InfoNCE's (mean cosines {low:.2f}–{high:.2f} per epoch, the paper's "
+           "{paper:.2f} ± {spread:.2f})")
+HEADLINE = "HN-CLIP {verb} InfoNCE over the {seeds} of chapter 3's recipe, by {by} points ({why})"
+BOTH_BELOW = (" — but both end below the zero-shot model they start from (HN-CLIP by {m_low:.2f} to {m_high:.2f}, "
+              "InfoNCE by {b_low:.2f} to {b_high:.2f} points)")
+LOSING_LESS = (": fine-tuning costs this model accuracy, and HN-CLIP wins by losing less — damage limitation, not "
+               "the paper's gain over the pre-trained model")
+DAMAGE_LIMITED = ("The sample-efficiency win is damage limitation: {method} ({method_r1:.1f}) and {baseline} "
+                  "({baseline_r1:.1f}) both end below the zero-shot model ({zero:.1f}); HN-CLIP loses less")
+WORST_AT_FULL = ("InfoNCE is best on the least data ({low_r1:.1f} at {low:g} %) and worse with more ({high_r1:.1f} "
+                 "at {high:g} %), so its 100 % run is InfoNCE at its worst")
+
+#: The ablation claims of section 6, in the order the summary names them.
+ABLATION_CLAIMS = ("gamma_beats_zero", "components", "recomputed_beats_frozen", "milder_gamma_transfers",
+                   "data_efficiency", "seed_spread", "cross_domain", "temperature_plateau", "plug_and_play",
+                   "efficiency")
+
+
+def _holds(verdicts: Mapping[str, Verdict], claim_id: str) -> bool | None:
+    """True / False for a reproduced / not reproduced claim, None where it is absent or was not measured."""
+    verdict = verdicts.get(claim_id)
+    return None if verdict is None or verdict.status == "not measured" else verdict.status == "reproduced"
+
+
+def _quoted(verdict: Verdict) -> str:
+    return f"“{verdict.text.rstrip('.')}”"
+
+
+def _judged(verdict: Verdict) -> str:
+    """"“claim” reproduces — why" for a measured verdict."""
+    word = "reproduces" if verdict.status == "reproduced" else "does not reproduce"
+    return f"{_quoted(verdict)} {word} — {renamed(verdict.explanation)}"
+
+
+def _per_run(verdict: Verdict, key: str) -> list[list[float]]:
+    """A fine-tuning claim's numbers of ``key``, one list per run of chapter 3's recipe (one run or several)."""
+    value = verdict.ours[key]
+    return value if isinstance(value[0], list) else [value]
+
+
+def regime_sentence(strong: Verdict | None, regime: Mapping[str, float]) -> str:
+    """The toy's design target of a strong initialisation: where the paper's diagnosis starts (section 5)."""
+    if strong is None:
+        return ""
+    met = strong.status == "reproduced"
+    return REGIME.format(
+        opening="The toy starts where the paper's diagnosis starts" if met else
+        "The toy misses its design target of a strong initialisation",
+        solved=100 * regime["solved_share"], twins=100 * regime["twin_error_share"],
+        family=100 * regime["own_family_top1"],
+        closing="." if met else f" (short of the target: {strong.explanation}).")
+
+
+def diagnosis_sentence(verdicts: Mapping[str, Verdict], ratios: Sequence[float]) -> str:
+    """§2.4's diagnosis as the scorecard judged it: saturation, the boosted loss and its gradient (``ratios``: the
+    per-epoch median gradient ratios of the monitored runs)."""
+    fig4, parts = paper.SATURATION, []
+    if (saturates := _holds(verdicts, "infonce_saturates")) is not None:
+        least = next(iter(verdicts["infonce_saturates"].ours.values()))
+        parts.append(SATURATES.format(
+            claim="InfoNCE saturates" if saturates else "InfoNCE does not saturate as the paper says",
+            least=at_least(least), verb="is" if least >= 1 else "are", paper=100 * fig4["solved_clip_first_epoch"]))
+    if (active := _holds(verdicts, "hn_stays_active")) is not None:
+        parts.append(STAYS_ACTIVE.format(claim="L_HN stays active" if active else "L_HN does not stay active",
+                                         least=at_least(next(iter(verdicts["hn_stays_active"].ours.values()))),
+                                         paper=100 * fig4["active_hn_min"]))
+    if (within := _holds(verdicts, "gradient_ratio")) is not None and ratios:
+        low, high = fig4["grad_ratio_range"]
+        parts.append(GRADIENT_RATIO.format(low=min(ratios), high=max(ratios), versus="within" if within else "short of",
+                                           paper=f"{power_of_ten(low)}–{power_of_ten(high)}"))
+    if (aligned := _holds(verdicts, "gradient_aligned")) is not None:
+        low, high = verdicts["gradient_aligned"].ours["per-epoch mean cosine"]
+        parts.append(ALIGNED.format(verb="stays" if aligned else "is not", low=low, high=high,
+                                    paper=fig4["cosine_mean"], spread=fig4["cosine_std"]))
+    text = f"**The diagnosis** (§2.4): {'; '.join(parts)}." if parts else ""
+    measured = [verdicts[c] for c in ("geometry", "exact_zero_gradients") if _holds(verdicts, c) is not None]
+    if measured:
+        text += f"\n\nOf the measurements behind it, {'; '.join(map(_judged, measured))}."
+    return text
+
+
+def headline_sentence(verdicts: Mapping[str, Verdict], sigma: float) -> str:
+    """HN-CLIP against InfoNCE and against the zero-shot model, at every seed of chapter 3's recipe (Table 1, Fig. 5),
+    and the two claims about the epochs."""
+    parts = []
+    beats, above_zero = _holds(verdicts, "beats_infonce"), _holds(verdicts, "beats_zero_shot")
+    if beats is not None and above_zero is not None:
+        pairs = _per_run(verdicts["beats_infonce"], "hn+tok / clip avg R@1")
+        zero = [z for _, z in _per_run(verdicts["beats_zero_shot"], "hn+tok / zero-shot avg R@1")]
+        gaps = [a - b for a, b in pairs]
+        method_drop = [z - a for (a, _), z in zip(pairs, zero, strict=True)]
+        baseline_drop = [z - b for (_, b), z in zip(pairs, zero, strict=True)]
+        text = HEADLINE.format(verb="beats" if beats else "does not beat",
+                               seeds=f"{len(gaps)} seed{'s' * (len(gaps) > 1)}",
+                               by=_span(gaps), why=renamed(verdicts["beats_infonce"].explanation))
+        if above_zero:
+            text += ", and ends above the zero-shot model it starts from, as in the paper"
+        elif all(compared(-d, sigma) == "behind" for d in method_drop + baseline_drop):
+            text += BOTH_BELOW.format(m_low=min(method_drop), m_high=max(method_drop), b_low=min(baseline_drop),
+                                      b_high=max(baseline_drop)) + (LOSING_LESS if beats else "")
+        else:
+            text += (", but does not beat the zero-shot model it starts from "
+                     f"({renamed(verdicts['beats_zero_shot'].explanation)})")
+        parts.append(text)
+    epochs = [_judged(verdicts[c]) for c in ("leads_from_first_epoch", "first_epoch_matches_final")
+              if _holds(verdicts, c) is not None]
+    if not parts and not epochs:
+        return ""
+    return ("**The headline** (Table 1, Fig. 5): " + "; ".join(parts) + ". "
+            + (f"Over the epochs, {'; '.join(epochs)}." if epochs else ""))
+
+
+def ablations_sentence(verdicts: Mapping[str, Verdict]) -> str:
+    """Which ablation claims reproduce on the full grids of section 6, and which do not."""
+    kept = [_quoted(verdicts[c]) for c in ABLATION_CLAIMS if _holds(verdicts, c)]
+    lost = [_quoted(verdicts[c]) for c in ABLATION_CLAIMS if _holds(verdicts, c) is False]
+    if not kept and not lost:
+        return ""
+    return (f"**The ablations** (section 6; the table says why). Reproduced: {'; '.join(kept) or 'none'}. "
+            f"Not reproduced: {'; '.join(lost) or 'none'}.")
+
+
+def sample_efficiency_note(verdict: Verdict | None, last: Mapping[tuple[float, str], float], zero_shot: float,
+                           sigma: float) -> str:
+    """Whether a reproduced sample-efficiency win is a gain or a smaller loss, and whether InfoNCE is worst on all the
+    data (``last[fraction, objective]``: the fractions grid's last-epoch average R@1)."""
+    if verdict is None or verdict.status != "reproduced" or not last:
+        return ""
+    (method, method_r1), (baseline, baseline_r1) = verdict.ours.items()
+
+    def named(label: str) -> str:
+        """"hn+tok at 20 % avg R@1" → "HN-CLIP on 20 % of the data"."""
+        objective, share = label.removesuffix(" avg R@1").split(" at ")
+        return f"{OBJECTIVES.get(objective, objective)} on {share} of the data"
+
+    notes = []
+    if all(compared(r1 - zero_shot, sigma) == "behind" for r1 in (method_r1, baseline_r1)):
+        notes.append(DAMAGE_LIMITED.format(method=named(method), method_r1=method_r1, baseline=named(baseline),
+                                           baseline_r1=baseline_r1, zero=zero_shot))
+    least, most = min(f for f, _ in last), max(f for f, _ in last)
+    if (least, "clip") in last and (most, "clip") in last and \
+            compared(last[most, "clip"] - last[least, "clip"], sigma) == "behind":
+        notes.append(WORST_AT_FULL.format(low_r1=last[least, "clip"], low=100 * least, high_r1=last[most, "clip"],
+                                          high=100 * most))
+    return "; ".join(notes) + "." if notes else ""
+
+
+def summary_reading(scorecard: Sequence[Verdict], targets: Sequence[Verdict], regime: Mapping[str, float],
+                    ratios: Sequence[float], fractions_last: Mapping[tuple[float, str], float],
+                    fractions_zero_shot: float | None, sigma: float) -> str:
+    """The chapter's summary, one paragraph per part of the scorecard, each worded from its verdicts and numbers."""
+    verdicts = {v.claim_id: v for v in scorecard}
+    counts = {s: sum(v.status == s for v in scorecard) for s in ("reproduced", "not reproduced", "not measured")}
+    summary = SUMMARY.format(reproduced=counts["reproduced"], total=len(scorecard), missed=counts["not reproduced"])
+    summary += f"; {counts['not measured']} could not be measured." if counts["not measured"] else "."
+    strong = next((v for v in targets if v.claim_id == "strong_initialisation"), None)
+    paragraphs = [summary, regime_sentence(strong, regime), diagnosis_sentence(verdicts, ratios),
+                  headline_sentence(verdicts, sigma), ablations_sentence(verdicts),
+                  sample_efficiency_note(verdicts.get("data_efficiency"), fractions_last, fractions_zero_shot, sigma)
+                  if fractions_zero_shot is not None else "",
+                  "On real Long-CLIP-L and DOCCI every chapter and grid runs unchanged with `backbone` and `dataset` "
+                  "set; there the same rules judge the paper's claims on the paper's own model."]
+    return "\n\n".join(p for p in paragraphs if p)

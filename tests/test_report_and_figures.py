@@ -182,18 +182,6 @@ def test_thresholds_and_diagnostics_tables():
     assert lines[3] == "| paper (Long-CLIP-L, DOCCI) | 148 | 80% (epoch 1) | 47% | ≥ 26% | 10²–10⁶ | 0.58 (median) |"
 
 
-def test_comparison_words_follow_the_scorecards_one_rule():
-    from hnclip_core.replication.report import compared, gap_note
-
-    sigma = 0.5  # 2√2σ = 1.414: the spread of a difference of two runs, twice
-    assert compared(1.5, sigma) == "ahead of" and compared(-1.5, sigma) == "behind"
-    assert compared(2 ** 0.5, sigma) == "level with"  # exactly 2√2σ is not past it
-    assert compared(0.7, sigma) == "level with"  # beyond σ, within the noise of two runs
-    assert gap_note(0.7, sigma) == "+0.70, within 2√2σ = 1.41"
-    assert gap_note(-1.5, sigma) == "-1.50, beyond 2√2σ = 1.41"
-    assert compared(5.0, float("nan")) == "level with" and gap_note(5.0, float("nan")) == "+5.00, no σ measured"
-
-
 def test_every_benchmark_record_describes_its_machine_in_one_way():
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     try:

@@ -2,8 +2,8 @@
 
 Numbers are formatted here, once, so every notebook prints them the same way: recalls with one decimal
 (the toy's test split has 1,000 pairs, so 0.1 point is one query), similarities with three. The scorecard's verdicts
-are tabled here too (:func:`verdicts_table`), and the words a computed sentence picks for a comparison
-(:func:`compared`, :func:`gap_note`: by :mod:`~hnclip_core.replication.significance`'s one rule, as the scorecard's).
+are tabled here too (:func:`verdicts_table`); the words a computed sentence picks
+are :mod:`~hnclip_core.replication.words`'.
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from .significance import SINGLE_RUN_MARGIN, compare
-
 __all__ = [
-    "DESIGN_TARGET_STATUSES", "SOURCE_NAMES", "compared", "describe_machine", "diagnostics_table", "format_number",
-    "gap_note", "geometry_table", "markdown_table", "numbers_cell", "power_of_ten", "recall_table", "renamed",
+    "DESIGN_TARGET_STATUSES", "SOURCE_NAMES", "describe_machine", "diagnostics_table", "format_number",
+    "geometry_table", "markdown_table", "numbers_cell", "power_of_ten", "recall_table", "renamed",
     "thresholds_table", "verdicts_table",
 ]
 
@@ -98,28 +96,6 @@ def diagnostics_table(diagnostics: Sequence[dict], paper: dict | None = None) ->
     header = ["epoch", "measured steps", "micro-batches at L_CLIP < 1e-3", "∇L_CLIP = 0",
               "micro-batches at L_HN ≥ 1e-3", "median ‖∇L_HN‖/‖∇L_CLIP‖", "mean cos(∇L_CLIP, ∇L_HN)"]
     return markdown_table(header, rows)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Words chosen by the numbers: a sentence that compares two runs stays true when the runs change
-# ---------------------------------------------------------------------------------------------------------
-
-def compared(gap: float, sigma: float, ahead: str = "ahead of", level: str = "level with",
-             behind: str = "behind") -> str:
-    """How ``gap`` = A − B of two single runs reads by the project's one rule
-    (:func:`~hnclip_core.replication.significance.compare` at one seed: A beats B beyond 2√2σ, σ the seed spread;
-    exactly 2√2σ does not): ``ahead`` (A is ``ahead`` B), ``level`` (within 2√2σ) or ``behind``."""
-    comparison = compare(gap, 0.0, sigma)
-    return ahead if comparison.beats else behind if comparison.behind else level
-
-
-def gap_note(gap: float, sigma: float) -> str:
-    """``gap`` and how it sits against 2√2σ, the spread of a difference of two runs, for a parenthesis:
-    "+0.70, within 2√2σ = 1.86"."""
-    if math.isnan(sigma):
-        return f"{gap:+.2f}, no σ measured"
-    margin = SINGLE_RUN_MARGIN * sigma
-    return f"{gap:+.2f}, {'within' if compared(gap, sigma) == 'level with' else 'beyond'} 2√2σ = {margin:.2f}"
 
 
 #: How the verdicts table names the files our numbers come from.
