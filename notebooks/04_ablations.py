@@ -62,12 +62,14 @@ interactive = True  # progress bars; papermill batch runs pass False
 # %% tags=[]
 # %matplotlib inline
 #papermill_description=setup
+from dataclasses import asdict
 from pathlib import Path
 
 from chapter04_helpers import (
     boost_reading,
     components_reading,
     margin_source_reading,
+    paired_reading,
     sample_efficiency_reading,
     seeds_reading,
     temperature_reading,
@@ -83,17 +85,18 @@ from hnclip_core.replication.experiment import Experiment
 from hnclip_core.replication.plots import show
 from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,
+    plot_paired_seeds,
     plot_sample_efficiency,
     plot_seed_convergence,
     plot_temperature_grid,
 )
 from hnclip_core.replication.plots.training import plot_convergence, plot_metric_sweep
-from hnclip_core.replication.report import recall_table
+from hnclip_core.replication.report import markdown_table, recall_table
 from hnclip_core.replication.results_files import Results
 from hnclip_core.replication.scorecard import SEED_SPREAD
-from hnclip_core.replication.significance import seed_spread
+from hnclip_core.replication.significance import compare, seed_spread
 from hnclip_core.replication.tidy import read_results
-from hnclip_core.train import training_subset
+from hnclip_core.train import train, training_subset
 
 exp = Experiment(
     backbone=backbone, dataset=dataset, data_root=data_root, eval_dataset=eval_dataset,
@@ -142,6 +145,34 @@ fig = plot_metric_sweep(
 )
 exp.save_figure(fig, "04_gamma_sweep")
 show(fig)
+
+# %% [markdown] tags=[]
+# ### One point of (a), by hand
+# A study is a list of configurations that differ from chapter 3's recipe in the scale (epochs, the share of the
+# training set, the warm-up) and in the one field the study varies. `run_study` hands each to `exp.run`, which
+# trains it with `hnclip_core.train` — the loop chapter 3 wrote out and checked step by step against its own — and
+# caches the result. Here one point is built field by field and trained by `train` itself, with no study and no
+# cache. Every random choice of a run comes from its seed, so its recall must equal the grid's point, query for
+# query.
+
+# %% tags=[]
+#papermill_description=gamma_by_hand
+# NBVAL_IGNORE_OUTPUT
+hand_gamma = max(map(float, gamma_runs))  # the strongest boost of the grid: γ is the field it changes
+recipe_of_chapter_3 = asdict(exp.train_config("hn+tok"))
+hand_config = exp.train_config("hn+tok", gamma=hand_gamma, **studies.SCALES[scale], **(recipe or {}))
+print("fields that differ from chapter 3's recipe:",
+      {name: value for name, value in asdict(hand_config).items() if value != recipe_of_chapter_3[name]} or "none")
+by_hand = train(hand_config, zero_shot=next(iter(gamma_runs.values()))["zero_shot"])
+grid_point = next(run for g, run in gamma_runs.items() if float(g) == hand_gamma)
+display(Markdown(markdown_table(["epoch", "avg R@1, by hand", "avg R@1, the grid's point"], [
+    [h["epoch"], f"{h['mean_r1']:.2f}", f"{g['mean_r1']:.2f}"]
+    for h, g in zip(by_hand["history"], grid_point["history"], strict=True)])))
+difference = by_hand["last"]["mean_r1"] - grid_point["last"]["mean_r1"]
+print(f"γ = {hand_gamma:g}, last epoch: by hand {by_hand['last']['mean_r1']:.2f}, the grid "
+      f"{grid_point['last']['mean_r1']:.2f} "
+      f"(difference {difference:+.2f})")
+assert abs(difference) < 0.1, "the same configuration gave another recall: a run is not a function of its seed"
 
 # %% [markdown] tags=[]
 # ## (b) Loss components (Table 3b, Table A5)
@@ -345,6 +376,26 @@ lines.append(temperature_reading({(float(s), float(g)): r1(run) for s, by_gamma 
 display(Markdown("\n\n".join(f"* {line}" for line in lines)))
 
 # %% [markdown] tags=[]
+# ### Why a difference of two runs needs a paired test
+# Each seed fixes the data subset and the batch order for both methods, so the two runs of one seed are a *pair*.
+# A comparison of two methods at one seed is one draw of their difference, and it spreads by √2σ if the two runs'
+# noise is unrelated: one seed can show a lead, or hide one, of that size. Over several seeds the difference
+# itself can be measured — each seed's d = HN-CLIP − InfoNCE — and its mean judged against its own standard error,
+# the paired test of the scorecard (`hnclip_core.replication.significance.compare`; chapter 5 computes it by hand).
+# Right: the differences by seed, the band of their mean ± 2 standard errors, and 2√2σ, the line one pair of runs
+# would have to clear.
+
+# %% tags=[]
+# NBVAL_IGNORE_OUTPUT
+paired_seeds = {objective: {int(seed): r1(runs[objective]) for seed, runs in seed_runs.items() if objective in runs}
+                for objective in ("hn+tok", "clip")}
+if len(paired_seeds["hn+tok"]) > 1 and spread.measured:
+    fig = plot_paired_seeds(paired_seeds["hn+tok"], paired_seeds["clip"], sigma)
+    exp.save_figure(fig, "04_paired_seeds")
+    show(fig)
+    display(Markdown(paired_reading(compare(paired_seeds["hn+tok"], paired_seeds["clip"], sigma))))
+
+# %% [markdown] tags=[]
 # Chapter 5 sets all of these beside the paper's numbers and judges each claim, on the full grids.
 
 # %% [markdown] tags=[]
@@ -366,6 +417,13 @@ display(Markdown("\n\n".join(f"* {line}" for line in lines)))
 #    cosine decay to 0). Do the same for (d)'s 5 % runs at batch 16 × 2. Check with
 #    `hnclip_core.train.training_subset`, `epoch_batches` and `cosine_with_warmup` (the training set has
 #    `len(exp.pairs("train", evaluation=False))` pairs).
+#
+# 4. **How often does noise win?** Two runs of one configuration at different seeds differ by noise alone.
+#    (a) If each run's average R@1 is its configuration's mean plus normal noise of spread σ, what share of such
+#    pairs differ by more than σ, and by more than 2√2σ? Compute it with `math.erf`, then check it by drawing a
+#    hundred thousand pairs with `random.Random(0).gauss`. (b) From the runs of (e), take the differences between
+#    the seeds of each method and set their size beside √2σ. (c) Why does this chapter read a difference of two runs
+#    against 2√2σ rather than σ?
 #
 # Solutions: `notebooks/solutions/chapter04.py` (functions of the runs, a batch or the parameters; checked by
 # `tests/test_exercises.py`).

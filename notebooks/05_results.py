@@ -32,7 +32,7 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
-from chapter05_helpers import plot_paired_seeds, reading_the_frontier, summary_reading
+from chapter05_helpers import reading_the_frontier, summary_reading
 from IPython.display import Markdown, display
 
 from hnclip_core.replication import ablations as studies
@@ -42,6 +42,7 @@ from hnclip_core.replication.objectives import OBJECTIVES
 from hnclip_core.replication.plots import show
 from hnclip_core.replication.plots.ablations import (
     plot_margin_annealing,
+    plot_paired_seeds,
     plot_plug_and_play,
     plot_sample_efficiency,
     plot_seed_convergence,
@@ -413,6 +414,12 @@ display(Markdown(summary_reading(
 #    the share of epoch-1 micro-batches with L_CLIP < 1e-3 and compare it with the saturation claim of section 7
 #    (which reads every monitored run, HN-CLIP's too) and the paper's 80 %. Why does the share of whole optimizer
 #    steps (`solved_clip`, the mean over 8 micro-batches) come out so much lower?
+# 3. **How many seeds does the paired rule need?** Suppose each seed's difference d = HN-CLIP − InfoNCE is drawn
+#    from a normal distribution with a true lead μ and the spread sd(d) of the calibration's seeds. Simulate
+#    (a seeded `random.Random(0).gauss`, twenty thousand experiments each) how often
+#    `hnclip_core.replication.significance.compare` says "beats" at 2, 3, 5 and 8 seeds, for μ = 0, +1 and +2.
+#    How often does the rule call a win where there is none, at the calibration's 3 seeds? Why does its power
+#    for μ = +1 *fall* as seeds are added?
 #
 # Solutions: `notebooks/solutions/chapter05.py`.
 

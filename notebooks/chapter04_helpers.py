@@ -7,9 +7,9 @@ per sentence, and picks every qualitative word through :mod:`hnclip_core.replica
 reads by the scorecard's one rule: A is *ahead of* B beyond 2√2σ (:func:`~hnclip_core.replication.words.compared`).
 
 By section of ``04_ablations``: the yardstick and zero-shot (:func:`yardstick_reading`,
-:func:`zero_shot_reading`), (b) :func:`components_reading`, (a) :func:`boost_reading`, (f)
-:func:`transfer_reading`, (c) :func:`margin_source_reading`, (d) :func:`sample_efficiency_reading`, (e)
-:func:`seeds_reading`, (g) :func:`temperature_reading`.
+:func:`zero_shot_reading`), the paired test over seeds (:func:`paired_reading`), (b) :func:`components_reading`,
+(a) :func:`boost_reading`, (f) :func:`transfer_reading`, (c) :func:`margin_source_reading`, (d)
+:func:`sample_efficiency_reading`, (e) :func:`seeds_reading`, (g) :func:`temperature_reading`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from hnclip_core.replication.objectives import BASELINES, METHOD, OBJECTIVES
-from hnclip_core.replication.significance import SINGLE_RUN_MARGIN, SeedSpread
+from hnclip_core.replication.significance import SINGLE_RUN_MARGIN, Comparison, SeedSpread
 from hnclip_core.replication.words import compared, gap_note, how_many, trend
 
 YARDSTICK = ("**The yardstick.** {spread}, from the seeds of (e) ({where}); a difference of two single runs must "
@@ -61,6 +61,10 @@ SAME_GAMMA = "; at the same γ the boost adds {summary} ({each})"
 SAME_PRODUCT = ("; the runs with the same s·γ = {product:g} (s = {s:g}, γ = {g:g} and s = {t:g}, γ = {h:g}) score "
                 "{alike} ({gap})")
 
+PAIRED = ("**Paired over {seeds} seeds**, HN-CLIP is ahead of InfoNCE at {ahead} (d = {each}); the mean d̄ = "
+          "{mean:+.2f} is {beyond} 2 SE = {margin:.2f}, so by the paired rule HN-CLIP {verdict} InfoNCE. Judged one "
+          "seed at a time against 2√2σ = {single:.2f}, {passing} would count as a win{which}.")
+
 #: Table A8's six metrics, as the seeds reading names them.
 SIX_METRICS = {f"{d}_r{k}": f"{name} R@{k}" for d, name in (("t2i", "T→I"), ("i2t", "I→T")) for k in (1, 5, 10)}
 
@@ -90,6 +94,21 @@ def zero_shot_reading(zero: float, finals: Sequence[float], sigma: float) -> str
     if standing.count("behind") == len(finals):
         return text + ALL_BELOW
     return text + (ALL_ABOVE if standing.count("ahead of") == len(finals) else "")
+
+
+def paired_reading(paired: Comparison) -> str:
+    """What the paired test says of HN-CLIP vs InfoNCE over seeds, beside what each seed alone would say."""
+    differences = paired.differences
+    ahead = sum(d > 0 for d in differences.values())
+    winners = [seed for seed, d in differences.items() if compared(d, paired.sigma) == "ahead of"]
+    return PAIRED.format(
+        seeds=paired.seeds, ahead=how_many(ahead, paired.seeds, "seeds"),
+        each=", ".join(f"{d:+.2f}" for d in differences.values()), mean=paired.mean, margin=paired.margin,
+        beyond="beyond" if paired.mean > paired.margin else "within",
+        verdict="beats" if paired.beats else "trails" if paired.behind else "does not beat",
+        single=SINGLE_RUN_MARGIN * paired.sigma,
+        passing=how_many(len(winners), paired.seeds),
+        which=f" (seed {', '.join(map(str, winners))})" if 0 < len(winners) < paired.seeds else "")
 
 
 def components_reading(r1: Mapping[str, float], paper_3b: Mapping[str, float], sigma: float) -> str:

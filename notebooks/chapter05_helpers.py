@@ -145,41 +145,6 @@ def reading_the_frontier(view: list[Verdict], calibration: dict) -> str:
             + "\n".join(f"* {b}" for b in bullets))
 
 
-def plot_paired_seeds(method: dict[int, float], baseline: dict[int, float], sigma: float, method_name: str = "HN-CLIP",
-                      baseline_name: str = "InfoNCE"):
-    """Why a comparison over seeds is paired: left, each seed's two runs (its baseline and its method, joined);
-    right, their differences by seed with the mean ± 2 standard errors, beside ± 2√2σ, what a difference of two
-    unpaired runs would have to clear."""
-    from matplotlib.figure import Figure
-
-    from hnclip_core.replication.significance import SINGLE_RUN_MARGIN
-
-    seeds = sorted(set(method) & set(baseline))
-    differences = [method[s] - baseline[s] for s in seeds]
-    mean = fmean(differences)
-    standard_error = (sum((d - mean) ** 2 for d in differences) / (len(seeds) - 1)) ** 0.5 / len(seeds) ** 0.5
-    fig = Figure(figsize=(8.4, 3.2))
-    runs, gaps = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
-    for s in seeds:
-        runs.plot([0, 1], [baseline[s], method[s]], "o-", label=f"seed {s}")
-    runs.set_xticks([0, 1], [baseline_name, method_name])
-    runs.set_xlim(-0.4, 1.4)
-    runs.set_ylabel("average R@1 (%), last epoch")
-    runs.set_title("each seed's two runs")
-    runs.legend(fontsize=8)
-    gaps.axhspan(mean - 2 * standard_error, mean + 2 * standard_error, color="tab:green", alpha=0.2,
-                 label="mean ± 2 SE (paired)")
-    gaps.axhline(SINGLE_RUN_MARGIN * sigma, color="tab:red", linestyle="--", label="2√2σ (one unpaired pair)")
-    gaps.axhline(0, color="black", linewidth=0.8)
-    gaps.plot(seeds, differences, "o", color="black", label=f"{method_name} − {baseline_name}")
-    gaps.set_xticks(seeds, [f"seed {s}" for s in seeds])
-    gaps.set_ylabel("difference (points)")
-    gaps.set_title("their differences")
-    gaps.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return fig
-
-
 # ------------------------------------------------------------------------------------------------- the summary
 SUMMARY = ("**Summary.** On the embedded default {reproduced} of the paper's {total} claims reproduce and {missed} "
            "do not")

@@ -126,3 +126,16 @@ def test_the_temperature_reading_follows_the_boost_at_each_s():
     assert "does not act through s·γ alone" in text
     grid[50.0, 1.0] = 55.5
     assert "not ahead of γ = 0 at its s by more than 2√2σ everywhere" in temperature_reading(grid, SIGMA, "here")
+
+
+def test_the_paired_reading_sets_the_paired_rule_beside_single_seeds():
+    from chapter04_helpers import paired_reading
+
+    from hnclip_core.replication.significance import compare
+
+    text = paired_reading(compare({0: 60.8, 1: 60.65, 2: 60.05}, {0: 59.6, 1: 57.6, 2: 58.1}, 0.79))
+    assert "ahead of InfoNCE at all 3 seeds (d = +1.20, +3.05, +1.95)" in text
+    assert "d̄ = +2.07 is beyond 2 SE = 1.07, so by the paired rule HN-CLIP beats InfoNCE" in text
+    assert "against 2√2σ = 2.23, 1 of 3 would count as a win (seed 1)" in text
+    text = paired_reading(compare({0: 60.0, 1: 58.0, 2: 60.5}, {0: 59.6, 1: 58.5, 2: 59.5}, 0.79))
+    assert "at 2 of 3 seeds" in text and "HN-CLIP does not beat InfoNCE" in text and "none of the 3 would" in text

@@ -4,8 +4,6 @@ missed design target, with the numbers that miss it, and none for a target that 
 import sys
 from pathlib import Path
 
-import pytest
-
 from hnclip_core.replication.scorecard import CALIBRATION, judge
 from hnclip_core.replication.tidy import Table
 from tests.test_scorecard import calibration, row
@@ -60,17 +58,6 @@ def test_a_met_condition_has_no_bullet():
     text = reading_the_frontier(view(CLIP, BOOST, crowded, pairwise=0.85),
                                 calibration_file(CLIP, BOOST, crowded, pairwise=0.85, at_least=0.9))
     assert text.startswith("The toy shows every condition")
-
-
-def test_the_paired_seeds_figure_draws_each_seeds_runs_and_their_differences():
-    from chapter05_helpers import plot_paired_seeds
-
-    fig = plot_paired_seeds({0: 60.8, 1: 60.65, 2: 60.05}, {0: 59.6, 1: 57.6, 2: 58.1}, sigma=0.66)
-    runs, gaps = fig.axes
-    assert len(runs.lines) == 3 and [t.get_text() for t in runs.get_xticklabels()] == ["InfoNCE", "HN-CLIP"]
-    differences = gaps.lines[-1].get_ydata()
-    assert list(differences) == pytest.approx([1.2, 3.05, 1.95])
-    assert gaps.lines[0].get_ydata()[0] == pytest.approx(2 * 2 ** 0.5 * 0.66)  # the one-run margin, for contrast
 
 
 # ------------------------------------------------------------------------------- the summary, perturbed

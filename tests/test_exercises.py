@@ -561,3 +561,24 @@ def test_every_exercise_question_has_a_written_answer(chapter):
         if found:
             problems[f"exercise{number}"] = found
     assert not problems, f"notebooks/solutions/chapter{chapter:02d}.py, exercises of {path.name}: {problems}"
+
+
+def test_ch4_exercise4_noise_wins_by_formula_and_by_simulation():
+    answer = chapter04.exercise4()
+    assert answer["beyond_sigma"] == pytest.approx(0.4795, abs=1e-4)  # P(|Z| > 1/√2)
+    assert answer["beyond_2_root2_sigma"] == pytest.approx(0.0455, abs=1e-4)  # P(|Z| > 2)
+    assert answer["simulated_beyond_sigma"] == pytest.approx(answer["beyond_sigma"], abs=0.005)
+    assert answer["simulated_beyond_2_root2_sigma"] == pytest.approx(answer["beyond_2_root2_sigma"], abs=0.003)
+    runs = {str(s): {"clip": {"last": {"mean_r1": 58.0 + s}}, "hn+tok": {"last": {"mean_r1": 60.0 - s}}}
+            for s in range(3)}
+    differences = chapter04.exercise4(runs, sigma=0.5)
+    assert differences["seed_differences"] == {"clip": [-1.0, -2.0, -1.0], "hn+tok": [1.0, 2.0, 1.0]}
+    assert differences["difference_spread"] == pytest.approx(0.5 * math.sqrt(2))
+
+
+def test_ch5_exercise3_the_paired_rule_is_strict_with_seeds_and_weak_at_two():
+    power = chapter05.exercise3(_calibration([(1.2, 59.6), (3.05, 57.6), (1.95, 58.1)]), trials=4000)["power"]
+    assert power[0.0, 2] > power[0.0, 3] > power[0.0, 8]  # false wins grow rarer with seeds
+    assert power[0.0, 3] < 0.15 and power[2.0, 3] > 0.85
+    assert power[1.0, 8] < power[1.0, 3]  # "ahead at every seed": a lead the size of sd(d) is refused more often
+    assert chapter05.paired_power(5.0, 0.1, 3, trials=100) == 1.0 and chapter05.paired_power(-1.0, 0.5, 3, 100) == 0.0

@@ -198,3 +198,14 @@ def test_every_benchmark_record_describes_its_machine_in_one_way():
     scripts = Path(__file__).resolve().parent.parent.glob("benchmarks/*.py")
     writers = [p.name for p in scripts if "--json" in p.read_text() and "write_json(" not in p.read_text()]
     assert writers == [], f"{writers} write their --json records without conditions.write_json"
+
+
+def test_the_paired_seeds_figure_draws_each_seeds_runs_and_their_differences():
+    from hnclip_core.replication.plots.ablations import plot_paired_seeds
+
+    fig = plot_paired_seeds({0: 60.8, 1: 60.65, 2: 60.05}, {0: 59.6, 1: 57.6, 2: 58.1}, sigma=0.66)
+    runs, gaps = fig.axes
+    assert len(runs.lines) == 3 and [t.get_text() for t in runs.get_xticklabels()] == ["InfoNCE", "HN-CLIP"]
+    differences = gaps.lines[-1].get_ydata()
+    assert list(differences) == pytest.approx([1.2, 3.05, 1.95])
+    assert gaps.lines[0].get_ydata()[0] == pytest.approx(2 * 2 ** 0.5 * 0.66)  # the one-run margin, for contrast

@@ -10,7 +10,9 @@ features (``exp.first_training_batch()`` in the chapter), exercise 3 needs only 
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -19,7 +21,8 @@ import torch.nn.functional as F
 from hnclip_core.losses import HNClipLoss
 from hnclip_core.replication.paper import CAPTION_GEOMETRY
 
-__all__ = ["margin_per_epoch", "applied_margins", "exercise1", "log_reweighting", "exercise2", "exercise3"]
+__all__ = ["margin_per_epoch", "applied_margins", "exercise1", "log_reweighting", "exercise2", "exercise3",
+           "noise_win_share", "simulated_noise_wins", "seed_differences", "exercise4"]
 
 
 def margin_per_epoch(mean_similarity: Sequence[float], logit_scale: float | Sequence[float], gamma: float,
@@ -206,6 +209,57 @@ def exercise3(num_train_pairs: int = 2000, train_fraction: float = 0.25, micro_b
     }
 
 
+def noise_win_share(threshold: float) -> float:
+    """The share of pairs of runs of one configuration whose difference exceeds ``threshold`` σ in size.
+
+    Each run is its configuration's mean plus N(0, σ²) noise, so the difference of two independent runs is
+    N(0, 2σ²): P(|d| > kσ) = P(|Z| > k/√2) = 1 − erf(k/2)."""
+    return 1.0 - math.erf(threshold / 2)
+
+
+def simulated_noise_wins(threshold: float, pairs: int = 100_000, seed: int = 0) -> float:
+    """:func:`noise_win_share` by drawing ``pairs`` pairs of N(0, 1) runs (σ = 1) with a seeded generator."""
+    draw = random.Random(seed).gauss
+    return sum(abs(draw(0, 1) - draw(0, 1)) > threshold for _ in range(pairs)) / pairs
+
+
+def seed_differences(seed_runs: Mapping[str, Mapping[str, Mapping]]) -> dict[str, list[float]]:
+    """For each method of the seeds study (e), the differences of last-epoch average R@1 between each two of its
+    seeds (``seed_runs[seed][objective]`` a run)."""
+    by_method: dict[str, dict[str, float]] = {}
+    for seed, runs in seed_runs.items():
+        for objective, run in runs.items():
+            by_method.setdefault(objective, {})[seed] = run["last"]["mean_r1"]
+    return {objective: [a - b for a, b in itertools.combinations(values.values(), 2)]
+            for objective, values in by_method.items()}
+
+
+def exercise4(seed_runs: Mapping[str, Mapping[str, Mapping]] | None = None, sigma: float | None = None) -> dict:
+    """How often noise alone "wins" a comparison of two single runs, and why the chapter's rule is 2√2σ.
+
+    Answer (a): two runs of one configuration differ by more than σ in 1 − erf(½) = 48 % of pairs, and by more
+    than 2√2σ in 1 − erf(√2) = 4.6 %; 100,000 simulated pairs give the same to within a few tenths of a point.
+    So a rule of "one σ" would call nearly every second pair of *identical* configurations a win or a loss.
+
+    Answer (b): on the committed full grid (σ = 0.66, three seeds of InfoNCE and HN-CLIP), the six seed-to-seed
+    differences are of the size √2σ ≈ 0.93 predicts: the seeds' noise is what σ measures, doubled in variance by
+    taking a difference. (On the chapter's own reduced grid there are two seeds, one difference per method.)
+
+    Answer (c): the rule compares a *difference* of two runs, whose spread is √2σ; "beyond twice that spread" is
+    the usual two-sided 95 % line, which noise crosses in about one pair in twenty. Over several seeds the paired
+    rule measures the spread of the difference itself (chapter 5), and needs no assumption that the two runs'
+    noise is unrelated.
+    """
+    answer = {"beyond_sigma": noise_win_share(1.0), "beyond_2_root2_sigma": noise_win_share(2 * math.sqrt(2)),
+              "simulated_beyond_sigma": simulated_noise_wins(1.0),
+              "simulated_beyond_2_root2_sigma": simulated_noise_wins(2 * math.sqrt(2))}
+    if seed_runs is not None:
+        answer["seed_differences"] = seed_differences(seed_runs)
+    if sigma is not None:
+        answer["difference_spread"] = math.sqrt(2) * sigma
+    return answer
+
+
 if __name__ == "__main__":
     import sys
     from pathlib import Path
@@ -226,3 +280,7 @@ if __name__ == "__main__":
         print(f"Exercise 3, {100 * fraction:g}% at batch {three['batch']}: {three['pairs']} pairs, "
               f"{three['steps_per_epoch']} steps per epoch ({three['dropped_per_epoch']} pairs dropped), "
               f"lr factors {factors}")
+    four = exercise4()
+    print(f"Exercise 4: pairs of one configuration beyond σ {100 * four['beyond_sigma']:.1f} % (simulated "
+          f"{100 * four['simulated_beyond_sigma']:.1f} %), beyond 2√2σ {100 * four['beyond_2_root2_sigma']:.1f} % "
+          f"(simulated {100 * four['simulated_beyond_2_root2_sigma']:.1f} %)")

@@ -1,7 +1,7 @@
 """Figures of the ablation studies (chapters 4 and 5 and the ablation-run notebook): the drift of Ḡ (App. B.2),
-sample efficiency (Fig. 6), convergence over seeds (Fig. 5, A9), the temperature × γ grid (App. B.2) and the
-plug-and-play study (Table 2, A4). Methods are keyed by their short names and shown by the paper's
-(:func:`~hnclip_core.replication.plots.training.method_name`)."""
+sample efficiency (Fig. 6), convergence over seeds (Fig. 5, A9), the paired differences of two methods over seeds
+(the scorecard's rule), the temperature × γ grid (App. B.2) and the plug-and-play study (Table 2, A4). Methods are
+keyed by their short names and shown by the paper's (:func:`~hnclip_core.replication.plots.training.method_name`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..significance import SINGLE_RUN_MARGIN, compare
 from . import finish_axes
 from .training import method_colour, method_name
 
-__all__ = ["plot_margin_annealing", "plot_plug_and_play", "plot_sample_efficiency", "plot_seed_convergence",
-           "plot_temperature_grid"]
+__all__ = ["plot_margin_annealing", "plot_paired_seeds", "plot_plug_and_play", "plot_sample_efficiency",
+           "plot_seed_convergence", "plot_temperature_grid"]
 
 
 def plot_margin_annealing(runs: Mapping[str, Mapping]) -> Figure:
@@ -96,6 +97,36 @@ def plot_seed_convergence(seeds: Mapping[str, Mapping[str, Mapping]]) -> Figure:
         finish_axes(ax, None, integer_x=True, title=title, xlabel="fine-tuning epoch (0 = zero-shot)")
     axes[0].set_ylabel("Recall@1 (%), mean ± std over seeds")
     axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_paired_seeds(method: Mapping[int, float], baseline: Mapping[int, float], sigma: float,
+                      method_label: str = "hn+tok", baseline_label: str = "clip") -> Figure:
+    """Why a comparison over seeds is paired: left, each seed's two runs (its baseline and its method, joined);
+    right, their differences by seed with the mean ± 2 standard errors of
+    :func:`~hnclip_core.replication.significance.compare`, beside 2√2σ, what one difference of two runs would have
+    to clear. ``method`` and ``baseline`` map seeds to a metric (last-epoch average R@1)."""
+    comparison = compare(method, baseline, sigma)
+    seeds, differences = list(comparison.differences), list(comparison.differences.values())
+    names = method_name(baseline_label), method_name(method_label)
+    fig = Figure(figsize=(8.4, 3.2))
+    runs, gaps = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
+    for s in seeds:
+        runs.plot([0, 1], [baseline[s], method[s]], "o-", label=f"seed {s}")
+    runs.set_xticks([0, 1], names)
+    runs.set_xlim(-0.4, 1.4)
+    finish_axes(runs, legend_fontsize=None, ylabel="average R@1 (%), last epoch", title="each seed's two runs")
+    runs.legend(fontsize=8, loc="best")
+    gaps.axhspan(comparison.mean - comparison.margin, comparison.mean + comparison.margin, color="tab:green",
+                 alpha=0.2, label="mean ± 2 SE (paired)")
+    gaps.axhline(SINGLE_RUN_MARGIN * sigma, color="tab:red", linestyle="--", label="2√2σ (one pair of runs)")
+    gaps.axhline(0, color="black", linewidth=0.8)
+    gaps.plot(seeds, differences, "o", color="black", label=f"{names[1]} − {names[0]}")
+    gaps.set_xticks(seeds, [f"seed {s}" for s in seeds])
+    gaps.set_xlim(min(seeds) - 0.5, max(seeds) + 0.5)
+    finish_axes(gaps, legend_fontsize=None, ylabel="difference (points)", title="their differences")
+    gaps.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
 
