@@ -1,9 +1,12 @@
 """Chapter 5's own sentences: what the embedded toy cannot show of the paper's story, and why, worded from the
-calibration's measurements (``results/calibration.json``) and the verdicts of the toy's design targets.
+calibration's measurements (``results/calibration.json``) and the verdicts of the toy's design targets
+(:func:`reading_the_frontier`); and the chapter's summary of the scorecard (:func:`summary_reading`).
 
 Kept beside the notebooks (as rasbt keeps ``previous_chapters.py``): only chapter 5 uses it. A condition appears
 only while its design target is missed, with the numbers that miss it, so that the section stays true when the toy,
-its benchmark or the calibration change.
+its benchmark or the calibration change. The summary is one short template per sentence; its qualitative words
+come from the verdicts and from :mod:`hnclip_core.replication.words` (``tests/test_chapter05_helpers.py`` perturbs
+them).
 """
 
 from __future__ import annotations

@@ -13,10 +13,16 @@ run*: changing the seed alone moves a run that much.
 
 * with two or more seeds that ran both A and B, the seed-by-seed differences dᵢ = Aᵢ − Bᵢ: A beats B when A is
   ahead at every seed **and** the mean difference exceeds twice its standard error, sd(d)/√n. A paired test, because
-  the two runs of one seed share their initialisation and batch order, so that most seed noise cancels in dᵢ;
+  the two runs of one seed share their data subset and batch order, so that seed noise *may* cancel in dᵢ; the test
+  measures the spread of dᵢ rather than assuming it (on the shipped toy it cancels none: sd(d) 0.93 = √2σ, chapter
+  5). Its error rates, simulated in chapter 5's exercise 3 at that spread: at three seeds it calls a win with no
+  true lead in about 9 % of trials (the mean clause is a t test at t > 2 with 2 degrees of freedom), and finds a
+  lead of twice sd(d) in about 92 %; the every-seed clause makes it refuse a lead as small as sd(d) more often the
+  more seeds there are;
 * with one seed (the ablation grids run one): the difference of two runs spreads by √2·σ when they are independent,
-  so A beats B when A − B exceeds 2·√2·σ (:data:`SINGLE_RUN_MARGIN` σ). The runs of one seed are correlated, which
-  makes this bound conservative: a true gain may go unrecognised; a recognised one is past what two seeds do.
+  so A beats B when A − B exceeds 2·√2·σ (:data:`SINGLE_RUN_MARGIN` σ), which two runs of one configuration exceed
+  in 4.6 % of seeds (chapter 4's exercise 4). Where the runs of one seed are positively correlated the bound is
+  conservative: a true gain may go unrecognised.
 
 "B beats A" is the mirror image, and neither is a tie ("level"). A result exactly at a threshold does not pass.
 """
