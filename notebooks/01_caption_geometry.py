@@ -55,6 +55,7 @@ import math
 import torch
 from chapter01_helpers import (
     REAL_CLIP_GEOMETRY,
+    TwinsInBatches,
     batch_caption_matrix,
     camera_parts,
     differing_phrases,
@@ -67,7 +68,9 @@ from chapter01_helpers import (
     plot_cone,
     plot_hardness_buckets,
     plot_near_twins,
+    reading_the_batches,
     reading_the_cone,
+    reading_the_geometry,
     the_toys_cone,
 )
 from IPython.display import HTML, Markdown, display
@@ -145,49 +148,9 @@ show(fig)
 
 # %% tags=[]
 twin_threshold = 0.8  # Fig. A6C's hard buckets start here: a companion this close is a "near-twin" below
-paper_pairwise = [g["mean_pairwise"] for g in CAPTION_GEOMETRY.values()]
-paper_hardest = [g["mean_hardest"] for g in CAPTION_GEOMETRY.values()]
 with_twin = float((geometry.hardest_negative >= twin_threshold).double().mean())
-pairs_at_twin = geometry.fraction_at_least[twin_threshold]
-
-
-def paper_range(values):
-    return f"{min(values):.2f}–{max(values):.2f}"
-
-
-def compared(ours, paper_values):
-    return "above" if ours > max(paper_values) else "below" if ours < min(paper_values) else "within"
-
-
-if geometry.mean_pairwise < 0.5:
-    crowding = "spreads unrelated captions far apart" + (
-        " while keeping near-twins close" if geometry.mean_hardest >= twin_threshold else "")
-elif geometry.mean_pairwise < min(paper_pairwise) - 0.05:
-    crowding = "packs captions closer together than a random cloud, though less tightly than Long-CLIP-L"
-else:
-    crowding = "packs captions into a narrow cone, as Long-CLIP-L does"
-display(Markdown(
-    "**Reading the plot.** The hardest-negative distribution (b) is what matters for Recall@1: "
-    f"{100 * with_twin:.0f} % of the {geometry.num_captions} captions have a companion at Ḡ ≥ {twin_threshold:g} "
-    f"somewhere in the test split, and the hardest companions average {geometry.mean_hardest:.2f}, "
-    f"{compared(geometry.mean_hardest, paper_hardest)} the paper's {paper_range(paper_hardest)} (Table A1)"
-    + (" — by construction on the synthetic benchmark, whose family members differ in one detail. "
-       if dataset.startswith("synthetic") else ". ")
-    + f"The *pairwise* distribution (a) says how crowded the whole space is: mean {geometry.mean_pairwise:.2f}, "
-    f"{compared(geometry.mean_pairwise, paper_pairwise)} the paper's {paper_range(paper_pairwise)} under "
-    f"Long-CLIP-L. This text encoder {crowding}"
-    + ("; this is one of the places where the toy is an imperfect stand-in: pretraining it longer made it a "
-       "stronger initialisation and spread its captions further at every step (`results/README.md`). "
-       if exp.is_toy and geometry.mean_pairwise < min(paper_pairwise) - 0.05 else ". ")
-    + f"For HN-CLIP this means a margin γḠ of {gamma * geometry.mean_hardest:.2f} (γ = {gamma:g}) against a "
-    f"caption's hardest companion and {gamma * geometry.mean_pairwise:.2f} against an average one: "
-    + (f"only {100 * pairs_at_twin:.1f} % of all pairs reach Ḡ ≥ {twin_threshold:g}, so the large margins fall on "
-       "the near-twins and almost nowhere else." if pairs_at_twin < 0.05 else
-       f"{100 * pairs_at_twin:.0f} % of all pairs reach Ḡ ≥ {twin_threshold:g}, so "
-       + ("a sizeable minority of the negatives gets" if pairs_at_twin < 0.5 else
-          "most negatives get" if pairs_at_twin < 0.85 else "nearly every negative gets")
-       + " a margin as large as a near-twin's.")
-))
+display(Markdown(reading_the_geometry(geometry, with_twin, twin_threshold, gamma,
+                                      synthetic=dataset.startswith("synthetic"), toy=exp.is_toy)))
 
 # %% [markdown] tags=[]
 # ## 3. One batch's Ḡ (Fig. A5)
@@ -259,40 +222,15 @@ holding = pairs_per_batch > 0
 
 twin_pairs = G_bar[G_bar >= twin_threshold]
 other_pairs = G_bar[not_self & (G_bar < twin_threshold)]
-share_hard = hardness.fraction_at_least[twin_threshold]
-how_often = "rarely" if in_micro < 0.25 else "in a minority of cases" if in_micro < 0.5 else "usually"
-minority = ("a small minority of any batch's negatives" if share_hard < 0.05 else
-            "a minority of any batch's negatives" if share_hard < 0.5 else
-            "fewer of any batch's negatives than on the paper's benchmarks")
-display(Markdown(
-    f"**What you see.** {100 * share_hard:.1f} % of the in-batch negatives have Ḡ ≥ {twin_threshold:g}, against "
-    f"{100 * low:.0f}–{100 * high:.0f} % on the paper's four benchmarks under Long-CLIP-L (Fig. A6C)"
-    + (": as there, nearly every negative a caption meets is a near-duplicate of it. " if share_hard >= low else
-       f": {'far ' if share_hard < low / 2 else ''}fewer. The near-twins are not missing: "
-       f"{100 * with_twin:.0f} % of the captions have at least one in the split, "
-       f"{near_twins.double().mean():.1f} on average among their {N - 1} companions, but that makes them "
-       f"{minority}. ")
-    + f"A caption meets at least one of its near-twins in {100 * in_effective:.0f} % of random batches of "
-    f"{hardness.batch_size} and in {100 * in_micro:.0f} % of random micro-batches of {micro_batch_size}: with "
-    f"naive accumulation the loss {how_often} sees a caption together with its twin.\n\n"
-    "**What it means for L_HN.** The boost is a per-negative margin, not a twin detector: it adds γḠ_ij to "
-    "whatever negatives the micro-batch holds and never looks for a caption's twins elsewhere in the split "
-    "(the paper: no mining or resampling). "
-    + (f"With γ = {gamma:g}, a near-twin that is drawn must be beaten by a margin of "
-       f"{gamma * twin_pairs.double().mean():.2f} on average, the other negatives by "
-       f"{gamma * other_pairs.double().mean():.2f}. " if len(twin_pairs) and len(other_pairs) else "")
-    + f"Per micro-batch rather than per caption: {100 * holding.double().mean():.0f} % of the {len(micro_batches)} "
-    "micro-batches of one shuffled epoch hold at least one near-twin pair"
-    + (f" ({pairs_per_batch[holding].double().mean():.1f} pairs in those, on average). " if holding.any() else ". ")
-    + (f"So for a given caption the margin against a near-twin is in play in only {100 * in_micro:.0f} % of its "
-       "micro-batches (it sits in one per epoch); over the epoch the large margins act only in the micro-batches "
-       "that hold a near-twin pair, and only on those pairs, while everywhere else L_HN adds smaller margins to "
-       f"strangers. Cached accumulation (chapter 3: all {hardness.batch_size} negatives of the effective batch) "
-       f"would raise the per-caption share to {100 * in_effective:.0f} %."
-       if in_micro < 0.5 else
-       "So the boost meets near-twins in "
-       + ("nearly every" if holding.double().mean() >= 0.9 else "most") + " micro-batch it sees.")
-))
+display(Markdown(reading_the_batches(TwinsInBatches(
+    twin=twin_threshold, share_hard=hardness.fraction_at_least[twin_threshold], with_twin=with_twin,
+    per_caption=float(near_twins.double().mean()), companions=N - 1, batch=hardness.batch_size, micro=micro_batch_size,
+    in_effective=in_effective, in_micro=in_micro,
+    twin_margin=gamma * float(twin_pairs.double().mean()) if len(twin_pairs) else None,
+    other_margin=gamma * float(other_pairs.double().mean()) if len(other_pairs) else None,
+    batches=len(micro_batches), holding=float(holding.double().mean()),
+    pairs_in_holding=float(pairs_per_batch[holding].double().mean()) if holding.any() else None),
+    gamma, IN_BATCH_AT_LEAST_0_8)))
 
 # %% [markdown] tags=[]
 # ## 5. What near-twins look like (Fig. A1–A4)

@@ -160,7 +160,7 @@ show(fig)
 # NBVAL_IGNORE_OUTPUT
 hand_gamma = max(map(float, gamma_runs))  # the strongest boost of the grid: γ is the field it changes
 recipe_of_chapter_3 = asdict(exp.train_config("hn+tok"))
-hand_config = exp.train_config("hn+tok", gamma=hand_gamma, **studies.SCALES[scale], **(recipe or {}))
+hand_config = exp.train_config("hn+tok", **{**studies.SCALES[scale], **(recipe or {}), "gamma": hand_gamma})
 print("fields that differ from chapter 3's recipe:",
       {name: value for name, value in asdict(hand_config).items() if value != recipe_of_chapter_3[name]} or "none")
 by_hand = train(hand_config, zero_shot=next(iter(gamma_runs.values()))["zero_shot"])

@@ -9,6 +9,8 @@ By section of ``01_caption_geometry``:
 
 * §2, Fig. 1 / Table A1: :func:`plot_caption_similarity` (pairwise and hardest-companion histograms);
 * §3, Fig. A5: :func:`batch_caption_matrix`, :func:`off_diagonal_mean`, :func:`plot_batch_matrix` (Ḡ of one batch);
+* §2's and §4's readings: :func:`reading_the_geometry`, :func:`reading_the_batches` (one short template per
+  paragraph, words chosen by the numbers; ``tests/test_chapter01_helpers.py`` perturbs them);
 * §4, Fig. A6C: :func:`plot_hardness_buckets` (in-batch negatives by hardness bucket);
 * §6: :data:`REAL_CLIP_GEOMETRY`, :func:`plot_cone`, :func:`reading_the_cone` (the common direction that crowds the
   captions, and the modality gap across which images meet them);
@@ -39,6 +41,7 @@ from matplotlib.figure import Figure
 from hnclip_core.losses import caption_margin
 from hnclip_core.replication.geometry import CaptionGeometry, InBatchHardness, caption_similarity_stats
 from hnclip_core.replication.paper import CAPTION_GEOMETRY
+from hnclip_core.replication.words import most_or_few
 from hnclip_core.toy.synthetic import render_scene
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "STOPWORDS", "NearDuplicate", "batch_caption_matrix", "off_diagonal_mean", "content_words",
     "near_duplicate_pairs", "differing_phrases", "plot_caption_similarity", "plot_batch_matrix",
     "plot_hardness_buckets", "plot_near_twins", "near_twin_html", "plot_cameras", "camera_parts",
+    "against_range", "crowding", "reading_the_geometry", "TwinsInBatches", "reading_the_batches",
 ]
 
 #: English function words left out when comparing captions' content words (App. A.3, Fig. A1–A4
@@ -487,3 +491,133 @@ def the_toys_cone(caption_cone: float) -> str:
     return ("The shipped toy was pretrained without a cone (its recipe's `caption_cone` is 0): what you see above is "
             "its own geometry, and the gap to a real CLIP is the part of the paper's cause it cannot show yet. "
             "`results/README.md` records a toy pretrained under α² = 0.75 from its first step, probe by probe.")
+
+
+# ------------------------------------------------------------------------------------------------ the readings
+GEOMETRY_READING = (
+    "**Reading the plot.** The hardest-negative distribution (b) is what matters for Recall@1: {with_twin:.0f} % of "
+    "the {captions} captions have a companion at Ḡ ≥ {twin:g} somewhere in the test split, and the hardest "
+    "companions average {hardest:.2f}, {hardest_vs} the paper's {paper_hardest} (Table A1){by_construction}"
+    "The *pairwise* distribution (a) says how crowded the whole space is: mean {pairwise:.2f}, {pairwise_vs} the "
+    "paper's {paper_pairwise} under Long-CLIP-L. This text encoder {crowding}{toy_note}"
+    "For HN-CLIP this means a margin γḠ of {hard_margin:.2f} (γ = {gamma:g}) against a caption's hardest companion "
+    "and {typical_margin:.2f} against an average one: {where_margins}")
+SYNTHETIC_TWINS = " — by construction on the synthetic benchmark, whose family members differ in one detail. "
+TOY_SPREAD = ("; this is one of the places where the toy is an imperfect stand-in: pretraining it longer made it a "
+              "stronger initialisation and spread its captions further at every step (`results/README.md`). ")
+BATCHES_READING = (
+    "**What you see.** {share_hard:.1f} % of the in-batch negatives have Ḡ ≥ {twin:g}, against {low:.0f}–{high:.0f} % "
+    "on the paper's four benchmarks under Long-CLIP-L (Fig. A6C){against_paper}A caption meets at least one of its "
+    "near-twins in {in_effective:.0f} % of random batches of {batch} and in {in_micro:.0f} % of random micro-batches "
+    "of {micro}: with naive accumulation the loss {how_often} sees a caption together with its twin.\n\n"
+    "**What it means for L_HN.** The boost is a per-negative margin, not a twin detector: it adds γḠ_ij to whatever "
+    "negatives the micro-batch holds and never looks for a caption's twins elsewhere in the split (the paper: no "
+    "mining or resampling). {margins}Per micro-batch rather than per caption: {holding:.0f} % of the {batches} "
+    "micro-batches of one shuffled epoch hold at least one near-twin pair{pairs_in_them} {so}")
+AS_THERE = ": as there, nearly every negative a caption meets is a near-duplicate of it. "
+FEWER = ("{far}fewer. The near-twins are not missing: {with_twin:.0f} % of the captions have at least one in the "
+         "split, {per_caption:.1f} on average among their {companions} companions, but that makes them {minority}. ")
+TWIN_MARGINS = ("With γ = {gamma:g}, a near-twin that is drawn must be beaten by a margin of {twin:.2f} on average, "
+                "the other negatives by {other:.2f}. ")
+RARELY_TOGETHER = ("So for a given caption the margin against a near-twin is in play in only {in_micro:.0f} % of its "
+                   "micro-batches (it sits in one per epoch); over the epoch the large margins act only in the "
+                   "micro-batches that hold a near-twin pair, and only on those pairs, while everywhere else L_HN "
+                   "adds smaller margins to strangers. Cached accumulation (chapter 3: all {batch} negatives of the "
+                   "effective batch) would raise the per-caption share to {in_effective:.0f} %.")
+OFTEN_TOGETHER = "So the boost meets near-twins in {how_many} of the micro-batches it sees."
+
+
+def _range(values: Sequence[float]) -> str:
+    return f"{min(values):.2f}–{max(values):.2f}"
+
+
+def against_range(ours: float, paper_values: Sequence[float]) -> str:
+    """"above", "below" or "within" the paper's range of ``paper_values``."""
+    return "above" if ours > max(paper_values) else "below" if ours < min(paper_values) else "within"
+
+
+def crowding(mean_pairwise: float, mean_hardest: float, paper_pairwise: Sequence[float], twin: float) -> str:
+    """How a text encoder's pairwise caption cosine compares with a random cloud and with Long-CLIP-L's cone."""
+    if mean_pairwise < 0.5:
+        return "spreads unrelated captions far apart" + (" while keeping near-twins close" if mean_hardest >= twin
+                                                         else "")
+    if mean_pairwise < min(paper_pairwise) - 0.05:
+        return "packs captions closer together than a random cloud, though less tightly than Long-CLIP-L"
+    return "packs captions into a narrow cone, as Long-CLIP-L does"
+
+
+def reading_the_geometry(geometry: CaptionGeometry, with_twin: float, twin: float, gamma: float, synthetic: bool,
+                         toy: bool, paper: dict = CAPTION_GEOMETRY) -> str:
+    """§2's reading of Fig. 1: the hardest companions and the pairwise crowding against Table A1, and what they
+    make of L_HN's margins (``with_twin``: the share of captions with a companion at Ḡ ≥ ``twin``)."""
+    paper_pairwise = [g["mean_pairwise"] for g in paper.values()]
+    paper_hardest = [g["mean_hardest"] for g in paper.values()]
+    pairs_at_twin = geometry.fraction_at_least[twin]
+    if pairs_at_twin < 0.05:
+        where_margins = (f"only {100 * pairs_at_twin:.1f} % of all pairs reach Ḡ ≥ {twin:g}, so the large margins "
+                         "fall on the near-twins and almost nowhere else.")
+    else:
+        who = ("a sizeable minority of the negatives gets" if pairs_at_twin < 0.5 else
+               "most negatives get" if pairs_at_twin < 0.85 else "nearly every negative gets")
+        where_margins = (f"{100 * pairs_at_twin:.0f} % of all pairs reach Ḡ ≥ {twin:g}, so {who} a margin as large "
+                         "as a near-twin's.")
+    spread_out = geometry.mean_pairwise < min(paper_pairwise) - 0.05
+    return GEOMETRY_READING.format(
+        with_twin=100 * with_twin, captions=geometry.num_captions, twin=twin, hardest=geometry.mean_hardest,
+        hardest_vs=against_range(geometry.mean_hardest, paper_hardest), paper_hardest=_range(paper_hardest),
+        by_construction=SYNTHETIC_TWINS if synthetic else ". ", pairwise=geometry.mean_pairwise,
+        pairwise_vs=against_range(geometry.mean_pairwise, paper_pairwise), paper_pairwise=_range(paper_pairwise),
+        crowding=crowding(geometry.mean_pairwise, geometry.mean_hardest, paper_pairwise, twin),
+        toy_note=TOY_SPREAD if toy and spread_out else ". ", hard_margin=gamma * geometry.mean_hardest,
+        typical_margin=gamma * geometry.mean_pairwise, gamma=gamma, where_margins=where_margins)
+
+
+@dataclass(frozen=True)
+class TwinsInBatches:
+    """What §4 measures of near-twins in batches (Ḡ ≥ ``twin``): the share of in-batch negatives at it
+    (``share_hard``), of captions with a twin in the split (``with_twin``) and their mean number per caption
+    (``per_caption``, of ``companions``); the chance that a caption's batch of ``batch`` / micro-batch of ``micro``
+    holds a twin (``in_effective``, ``in_micro``); the mean margin γḠ on twins and on the rest (None without such
+    pairs); the share of one epoch's ``batches`` micro-batches that hold a twin pair, and their mean number there."""
+
+    twin: float
+    share_hard: float
+    with_twin: float
+    per_caption: float
+    companions: int
+    batch: int
+    micro: int
+    in_effective: float
+    in_micro: float
+    twin_margin: float | None
+    other_margin: float | None
+    batches: int
+    holding: float
+    pairs_in_holding: float | None
+
+
+def reading_the_batches(t: TwinsInBatches, gamma: float, paper_range: tuple[float, float]) -> str:
+    """§4's reading of Fig. A6C: how many in-batch negatives are near-twins against the paper's benchmarks, how often
+    a caption meets its twin, and what that makes of L_HN's margin."""
+    low, high = paper_range
+    if t.share_hard >= low:
+        against_paper = AS_THERE
+    else:
+        minority = ("a small minority of any batch's negatives" if t.share_hard < 0.05 else
+                    "a minority of any batch's negatives" if t.share_hard < 0.5 else
+                    "fewer of any batch's negatives than on the paper's benchmarks")
+        against_paper = ": " + FEWER.format(far="far " if t.share_hard < low / 2 else "", with_twin=100 * t.with_twin,
+                                            per_caption=t.per_caption, companions=t.companions, minority=minority)
+    how_often = "rarely" if t.in_micro < 0.25 else "in a minority of cases" if t.in_micro < 0.5 else "usually"
+    margins = (TWIN_MARGINS.format(gamma=gamma, twin=t.twin_margin, other=t.other_margin)
+               if t.twin_margin is not None and t.other_margin is not None else "")
+    if t.in_micro < 0.5:
+        so = RARELY_TOGETHER.format(in_micro=100 * t.in_micro, batch=t.batch, in_effective=100 * t.in_effective)
+    else:
+        so = OFTEN_TOGETHER.format(how_many="nearly every one" if t.holding >= 0.9 else most_or_few(t.holding))
+    return BATCHES_READING.format(
+        share_hard=100 * t.share_hard, twin=t.twin, low=100 * low, high=100 * high, against_paper=against_paper,
+        in_effective=100 * t.in_effective, batch=t.batch, in_micro=100 * t.in_micro, micro=t.micro,
+        how_often=how_often, margins=margins, holding=100 * t.holding, batches=t.batches,
+        pairs_in_them=f" ({t.pairs_in_holding:.1f} pairs in those, on average)." if t.pairs_in_holding else ".",
+        so=so)
