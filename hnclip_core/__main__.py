@@ -1,4 +1,5 @@
-"""``python -m hnclip_core``: the command line of :mod:`hnclip_core.replication.cli`."""
+"""``python -m hnclip_core``: the core's commands (:mod:`hnclip_core.cli`) and the harness's
+(:mod:`hnclip_core.replication.cli`)."""
 
 import sys
 

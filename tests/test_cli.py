@@ -1,10 +1,11 @@
-"""``python -m hnclip_core`` maps its options onto TrainConfig (replication/cli.py)."""
+"""``python -m hnclip_core`` maps its options onto TrainConfig (hnclip_core/cli.py, the core's commands; replication/cli.py
+adds the harness's calibrate on top)."""
 
 import json
 
 import pytest
 
-from hnclip_core.replication.cli import build_parser, main
+from hnclip_core.cli import build_parser, main
 from hnclip_core.toy import TOY_FINETUNE
 
 
@@ -57,7 +58,7 @@ def test_bad_values_are_reported(tiny_checkpoint):
 
 
 def test_pretrain_toy_variants_change_only_what_they_name():
-    from hnclip_core.replication.cli import toy_recipe
+    from hnclip_core.cli import toy_recipe
     from hnclip_core.toy import TOY_RECIPE
 
     parser = build_parser()
@@ -95,8 +96,20 @@ def test_importing_the_command_line_or_the_experiments_registers_no_dataset():
     import subprocess
     import sys
 
-    probe = ("import hnclip_core.replication.cli, hnclip_core.replication.experiment\n"
+    probe = ("import hnclip_core.cli, hnclip_core.replication.cli, hnclip_core.replication.experiment\n"
              "from hnclip_core.data import SPLITS\n"
              "assert 'synthetic' not in SPLITS, sorted(SPLITS)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_whole_command_line_is_the_cores_with_calibrate_added():
+    from hnclip_core.cli import COMMANDS
+    from hnclip_core.replication.cli import build_parser as whole
+
+    def commands(parser):
+        return set(parser._subparsers._group_actions[0].choices)
+
+    assert commands(build_parser()) == set(COMMANDS) and commands(whole()) == {*COMMANDS, "calibrate"}
+    with pytest.raises(SystemExit):  # the core's own parser knows no calibrate
+        build_parser().parse_args(["calibrate", "--recheck"])
