@@ -93,6 +93,7 @@ notebooks: $(STAMP)
 	cp $(NOTEBOOKS_OUTPUT)/figures/02_real_batches.png docs/figures/real_batches.png
 	cp $(NOTEBOOKS_OUTPUT)/figures/02_gradient_dynamics.png docs/figures/gradient_dynamics.png
 	cp $(NOTEBOOKS_OUTPUT)/figures/05_plug_and_play.png docs/figures/plug_and_play.png
+	cp $(NOTEBOOKS_OUTPUT)/figures/05_scorecard.png docs/figures/scorecard.png
 	$(MAKE) docs
 	$(BIN)/python -m hnclip_core.replication.committed drop-widget-views notebooks/*.ipynb
 	$(BIN)/nbstripout --keep-output --keep-count --extra-keys "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.widgets" notebooks/*.ipynb

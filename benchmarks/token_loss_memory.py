@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -51,9 +50,10 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import torch
-from conditions import conditions, write_json
+from conditions import conditions, machine, write_json
 
 from hnclip_core.losses import _default_chunk_size, token_loss, valid_text_token_mask
+from hnclip_core.replication.report import describe_machine
 
 GB = 1e9
 DEFAULT_SETTINGS = ("unchunked", "2**25", "2**23")
@@ -289,9 +289,8 @@ def main() -> None:
 
     if args.json:
         record_json(args, measured_under, settings, plan, runs, differences, scale if reference else None, reference)
-    machine = platform.processor() or platform.machine()
-    device = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else machine
-    print(f"machine: {machine}, {torch.get_num_threads()} threads, device {device}, torch {torch.__version__}")
+    device = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "cpu"
+    print(f"machine: {describe_machine(machine())}, device {device}")
     print(f"L_tok forward + backward, B = {b}, {p} patches, {t} text tokens, D = {args.dim}, "
           f"{'bf16 autocast' if args.autocast else 'fp32'}, {args.rounds} round(s), one fresh process per setting")
     if args.device == "cpu":

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import platform
 import statistics
 import time
 from functools import partial
@@ -22,13 +21,14 @@ from pathlib import Path
 
 import open_clip
 import torch
-from conditions import conditions, write_json
+from conditions import conditions, machine, write_json
 
 from hnclip_core.accumulation import ACCUMULATION_MODES, MicroBatch, accumulated_losses
 from hnclip_core.features import encode_batch
 from hnclip_core.longclip import LONG_CONTEXT, build_clip, keep_first_positions_frozen, longclip_param_groups
 from hnclip_core.losses import HNClipTokenLoss
 from hnclip_core.replication.objectives import objective_parameters
+from hnclip_core.replication.report import describe_machine
 from hnclip_core.toy import TOY_ARCHITECTURE
 from hnclip_core.toy.synthetic import SyntheticConfig, generate_examples
 
@@ -84,8 +84,7 @@ def main() -> None:
         for name, objective in objectives.items():
             seconds[name].append(time_steps(model, optimizer, micro, objective, args.accumulation, args.steps))
 
-    print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
-          f"torch {torch.__version__}, open_clip {open_clip.__version__}")
+    print(f"machine: {describe_machine(measured_under['machine'] if measured_under else machine())}")
     print(f"toy Long-CLIP, effective batch {batch} = {args.micro_batch_size} x {args.accumulation_steps} "
           f"({args.accumulation}), {args.rounds} interleaved rounds x {args.steps} steps")
     base = statistics.median(seconds["clip"])

@@ -32,7 +32,7 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
-from chapter05_helpers import reading_the_frontier, summary_reading
+from chapter05_helpers import plot_scorecard, reading_the_frontier, summary_reading
 from IPython.display import Markdown, display
 
 from hnclip_core.replication import ablations as studies
@@ -391,6 +391,20 @@ counts = {status: sum(r.status == status for r in scorecard) for status in ("rep
                                                                           "not measured")}
 print(", ".join(f"{n} {status}" for status, n in counts.items()))
 print(exp.save_json("scorecard", [asdict(r) for r in scorecard]).name)
+
+# %% [markdown]
+# ### The scorecard as a picture: how far each claim is from its rule
+# A verdict is one bit; how close it came is another matter. Each rule decides by one number against a threshold —
+# a share against 50 %, a ratio against 10², a paired difference against its 2 standard errors — so the bar below is
+# that number's distance past its threshold, in units of the threshold itself (for a comparison: of its 2 SE, or of
+# 2√2σ at one seed). Zero is the threshold: a bar to the right reproduces, one to the left does not; where a rule joins
+# several conditions, the closest one is drawn. A bar just left of zero is a near miss; one far left is a claim the
+# toy does not show at all.
+
+# %%
+fig = plot_scorecard(scorecard)
+exp.save_figure(fig, "05_scorecard")
+show(fig)
 
 # %% [markdown]
 # ## Summary

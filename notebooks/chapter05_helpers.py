@@ -15,6 +15,8 @@ import math
 from collections.abc import Mapping, Sequence
 from statistics import fmean
 
+from matplotlib.figure import Figure
+
 from hnclip_core.replication import paper
 from hnclip_core.replication.objectives import OBJECTIVES
 from hnclip_core.replication.report import power_of_ten, renamed
@@ -159,8 +161,9 @@ SATURATES = ("{claim}: in epoch 1 {least} of the measured micro-batches of every
 STAYS_ACTIVE = "{claim} on {least} of them in every epoch (the paper's least: {paper:.0f} %)"
 GRADIENT_RATIO = ("the boosted gradient is {low:.0f}–{high:.0f} times InfoNCE's (per-epoch medians), {versus} the "
                   "paper's {paper}")
-ALIGNED = ("it {verb} positively aligned with InfoNCE's (mean cosines {low:.2f}–{high:.2f} per epoch, the paper's "
-           "{paper:.2f} ± {spread:.2f})")
+ALIGNED = ("it {verb} positively aligned with InfoNCE's (positive on {share:.0f} % of a run's measurements at least, "
+           "where two random directions are on 50 %; median cosines {low:.2f}–{high:.2f} per epoch; the paper: "
+           "{paper_share:.0f} %, median {paper_median:.2f})")
 HEADLINE = "HN-CLIP {verb} InfoNCE over the {seeds} of chapter 3's recipe, by {by} points ({why})"
 BOTH_BELOW = (" — but both end below the zero-shot model they start from (HN-CLIP by {m_low:.2f} to {m_high:.2f}, "
               "InfoNCE by {b_low:.2f} to {b_high:.2f} points)")
@@ -230,9 +233,11 @@ def diagnosis_sentence(verdicts: Mapping[str, Verdict], ratios: Sequence[float])
         parts.append(GRADIENT_RATIO.format(low=min(ratios), high=max(ratios), versus="within" if within else "short of",
                                            paper=f"{power_of_ten(low)}–{power_of_ten(high)}"))
     if (aligned := _holds(verdicts, "gradient_aligned")) is not None:
-        low, high = verdicts["gradient_aligned"].ours["per-epoch mean cosine"]
-        parts.append(ALIGNED.format(verb="stays" if aligned else "is not", low=low, high=high,
-                                    paper=fig4["cosine_mean"], spread=fig4["cosine_std"]))
+        ours = verdicts["gradient_aligned"].ours
+        low, high = ours["per-epoch median cosine"]
+        share = next(v for k, v in ours.items() if k.startswith("least share of positive cosines"))
+        parts.append(ALIGNED.format(verb="stays" if aligned else "is not", share=100 * share, low=low, high=high,
+                                    paper_share=100 * fig4["cosine_positive"], paper_median=fig4["cosine_median"]))
     text = f"**The diagnosis** (§2.4): {'; '.join(parts)}." if parts else ""
     measured = [verdicts[c] for c in ("geometry", "exact_zero_gradients") if _holds(verdicts, c) is not None]
     if measured:
@@ -322,3 +327,38 @@ def summary_reading(scorecard: Sequence[Verdict], targets: Sequence[Verdict], re
                   "On real Long-CLIP-L and DOCCI every chapter and grid runs unchanged with `backbone` and `dataset` "
                   "set; there the same rules judge the paper's claims on the paper's own model."]
     return "\n\n".join(p for p in paragraphs if p)
+
+
+#: How far the figure's axis reaches either side of a rule's threshold (in the rule's own units); a margin beyond it is
+#: drawn to the edge with its value written.
+MARGIN_AXIS = 2.0
+STATUS_COLOURS = {"reproduced": "#2ca02c", "not reproduced": "#d62728", "not measured": "#bdbdbd"}
+
+
+def plot_scorecard(verdicts: Sequence[Verdict], title: str = "The scorecard: each claim's margin to its rule"
+                   ) -> Figure:
+    """One bar per claim: how far the number that decided it lies past its rule's threshold (``Verdict.margin``; 0 is
+    the threshold, +1 a margin as large again as the threshold itself, or as the comparison's 2 SE), coloured by the
+    verdict, with the deciding number written beside it. Claims not measured sit at 0, hatched."""
+    fig = Figure(figsize=(11, 0.42 * len(verdicts) + 1.2))
+    ax = fig.subplots()
+    for row, v in enumerate(verdicts):
+        measured = v.margin is not None
+        width = max(-MARGIN_AXIS, min(MARGIN_AXIS, v.margin)) if measured else 0.0
+        ax.barh(row, width or 0.02, left=0 if width else -0.01, color=STATUS_COLOURS[v.status],
+                hatch=None if measured else "//", edgecolor="white" if measured else "#7f7f7f", height=0.62)
+        clipped = measured and abs(v.margin) > MARGIN_AXIS
+        note = (f"{v.margin:+.1f} → " if clipped else "") + (v.deciding or "not measured")
+        ax.text(max(width, 0) + 0.05, row, note, va="center", fontsize=7, color="#333333")
+    ax.axvline(0, color="black", linewidth=1)
+    ax.set_yticks(range(len(verdicts)), [v.claim_id.replace("_", " ") for v in verdicts], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(-MARGIN_AXIS, MARGIN_AXIS + 5.4)  # room on the right for the notes
+    ax.set_xticks([-2, -1, 0, 1, 2], ["−2", "−1", "0: the rule's\nthreshold", "+1", "+2"])
+    ax.set_xlabel("margin to the rule, in units of its threshold (comparisons: of their 2 SE or 2√2σ); > 0 reproduces")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    handles = [ax.bar(0, 0, color=c, label=s) for s, c in STATUS_COLOURS.items()]
+    ax.legend(handles=handles, fontsize=8, loc="lower right", frameon=False)
+    fig.tight_layout()
+    return fig

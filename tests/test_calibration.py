@@ -27,7 +27,8 @@ def fake_train(config: TrainConfig) -> dict:
                for e in range(config.epochs + 1)]
     diagnostics = [{"epoch": e, "measurements": 4, "solved_clip": 0.5, "micro_solved_clip": 0.8, "solved_hn": 0.0,
                     "micro_solved_hn": 0.1, "grad_zero_clip": 0.0, "median_grad_ratio": 500.0, "cosine_mean": 0.5,
-                    "cosine_std": 0.1} for e in range(1, config.epochs + 1)]
+                    "cosine_std": 0.1, "cosine_median": 0.5, "cosine_positive": 1.0, "cosines": 4,
+                    "parameters": 1000} for e in range(1, config.epochs + 1)]
     return {"config": {}, "zero_shot": history[0], "best": history[-1], "last": history[-1], "history": history,
             "diagnostics": diagnostics, "run_dir": "not kept"}
 

@@ -4,7 +4,7 @@ missed design target, with the numbers that miss it, and none for a target that 
 import sys
 from pathlib import Path
 
-from hnclip_core.replication.scorecard import CALIBRATION, judge
+from hnclip_core.replication.scorecard import CALIBRATION, Verdict, judge
 from hnclip_core.replication.tidy import Table
 from tests.test_scorecard import calibration, row
 
@@ -62,8 +62,6 @@ def test_a_met_condition_has_no_bullet():
 
 # ------------------------------------------------------------------------------- the summary, perturbed
 def _verdict(claim_id, status, ours, explanation="why", text="A claim."):
-    from hnclip_core.replication.scorecard import Verdict
-
     return Verdict(claim_id, text, "Table 1", status, {}, ours, explanation)
 
 
@@ -110,3 +108,20 @@ def test_the_summary_calls_a_win_below_zero_shot_damage_limitation():
            "of the data (57.0) both end below the zero-shot model (62.0)" in text
     assert "over the 2 seeds of chapter 3's recipe, by +2.00 points" in text
     assert "so its 100 % run is InfoNCE at its worst" in text
+
+
+def test_the_scorecard_figure_draws_each_margin_at_its_place():
+    from chapter05_helpers import MARGIN_AXIS, plot_scorecard
+
+    def judged(claim_id, status, margin, deciding):
+        return Verdict(claim_id, "a claim", "Table 1", status, {}, {}, "why", None, margin, deciding)
+
+    verdicts = [judged("near_miss", "not reproduced", -0.05, "share 0.47 (> 0.50)"),
+                judged("far_ahead", "reproduced", 16.9, "+8.20 over 3 seeds, 2 SE 0.46"),
+                judged("absent", "not measured", None, None)]
+    ax = plot_scorecard(verdicts).axes[0]
+    widths = [bar.get_width() for bar in ax.patches[:3]]
+    assert widths[0] == -0.05 and widths[1] == MARGIN_AXIS  # clipped to the axis, its value written
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == ["share 0.47 (> 0.50)", "+16.9 → +8.20 over 3 seeds, 2 SE 0.46", "not measured"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["near miss", "far ahead", "absent"]

@@ -49,7 +49,8 @@ AT = 2 * math.sqrt(2) * SIGMA
 def diag(**per_epoch):
     """Two monitored epochs of one run; each keyword gives the two epochs' values of one summary key."""
     base = {"measurements": 4, "micro_solved_clip": 0.8, "micro_solved_hn": 0.5, "grad_zero_clip": 0.3,
-            "median_grad_ratio": 1e3, "cosine_mean": 0.5, "cosine_std": 0.2}
+            "median_grad_ratio": 1e3, "cosine_mean": 0.5, "cosine_std": 0.2, "cosine_median": 0.5,
+            "cosine_positive": 1.0, "cosines": 10, "parameters": 10_000}  # random directions: cosine 0 ± 0.01
     rows = [row("dynamics", epoch=e, run="saturation.json", **base) for e in (1, 2)]
     for key, values in per_epoch.items():
         for r, value in zip(rows, values, strict=True):
@@ -128,8 +129,9 @@ CASES = {
                         diag(micro_solved_hn=[0.5, 0.8])),
     "gradient_ratio": (diag(median_grad_ratio=[1e3, 1e5]), diag(median_grad_ratio=[15.0, 5.0]),
                        diag(median_grad_ratio=[100.0, 1e3])),
-    "gradient_aligned": (diag(cosine_mean=[0.5, 0.4]), diag(cosine_mean=[0.3, 0.01]),  # 0.01: nearly orthogonal
-                         diag(cosine_mean=[0.2, 0.5])),  # mean = std
+    # positive on 95 % / 55 % (chance: 50 %) / exactly 90 % of a run's measurements
+    "gradient_aligned": (diag(cosine_positive=[1.0, 0.9]), diag(cosine_positive=[0.5, 0.6]),
+                         diag(cosine_positive=[0.9, 0.9])),
     # chapter 3's run alone (one seed): "beats" is beyond 2√2σ = AT
     "beats_infonce": (fine_tuning([26, 28, 30], [22, 25, 28]), fine_tuning([26, 27, 27], [22, 25, 28]),
                       fine_tuning([26, 28, 28 + AT], [22, 25, 28])),
@@ -184,7 +186,8 @@ CASES = {
     # paired over three seeds: L_HN alone beats L_HN + L_tok when it leads at every seed beyond 2 SE
     "token_term_neutral": (calibration((59, 59.5, 60), boost_last=(59.2, 59.2, 60.4)),  # −0.2, +0.3, −0.4
                            calibration((59, 59.5, 60), boost_last=(60.2, 60.7, 61.2)),  # −1.2 at every seed
-                           calibration((59, 59.5, 60), boost_last=(60, 60.5, 61 + 2 / math.sqrt(3)))),  # at 2 SE
+                           # −1, −1, −4 + a hair: mean −2 + ⅓ hair, just past 2 SE (2 − ⅔ hair) behind
+                           calibration((59, 59.5, 60), boost_last=(60, 60.5, 64 - 1e-6))),
 }
 
 ALL_CLAIMS = {c.id: c for c in (*CLAIMS, *CALIBRATION)}
@@ -193,6 +196,13 @@ ALL_CLAIMS = {c.id: c for c in (*CLAIMS, *CALIBRATION)}
 def verdict(claim_id, rows):
     (result,) = judge(Table(tuple(rows)), [ALL_CLAIMS[claim_id]])
     return result
+
+
+def test_aligned_gradients_need_every_epochs_median_beyond_random_directions():
+    # positive on every measurement, but epoch 2's median 0.02 is within 3 spreads (3/√P = 0.03) of random directions
+    result = verdict("gradient_aligned", diag(cosine_median=[0.5, 0.02]))
+    assert result.status == "not reproduced" and "epoch 2" in result.explanation
+    assert verdict("gradient_aligned", diag(cosine_median=[0.5, 0.04])).status == "reproduced"
 
 
 def test_every_claim_has_its_cases_and_states_its_rule():
@@ -207,6 +217,7 @@ def test_claim_reproduced_when_it_should_be(claim_id):
     result = verdict(claim_id, CASES[claim_id][0])
     assert result.status == "reproduced", result.explanation
     assert result.ours and result.paper and result.explanation and result.source
+    assert result.margin > 0 and result.deciding, result.deciding  # the margin agrees with the verdict
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
@@ -214,12 +225,14 @@ def test_claim_not_reproduced_when_it_should_not_be(claim_id):
     result = verdict(claim_id, CASES[claim_id][1])
     assert result.status == "not reproduced", result.explanation
     assert result.ours
+    assert result.margin < 0, result.deciding
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_a_result_exactly_at_the_threshold_is_not_a_pass(claim_id):
     result = verdict(claim_id, CASES[claim_id][2])
     assert result.status == "not reproduced", result.explanation
+    assert result.margin == pytest.approx(0, abs=1e-6), result.deciding  # at the threshold: on the axis's zero
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))

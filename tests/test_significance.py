@@ -70,3 +70,13 @@ def test_compare_needs_a_common_seed_and_like_arguments():
         compare({0: 1.0}, {1: 1.0}, 0.5)
     with pytest.raises(TypeError):
         compare({0: 1.0}, 1.0, 0.5)
+
+
+def test_the_lead_is_the_closer_condition_in_units_of_the_margin():
+    ahead = compare({0: 3.0, 1: 2.0, 2: 4.0}, {0: 0.0, 1: 0.0, 2: 0.0}, sigma=1.0)  # mean 3, 2 SE 2/√3
+    assert ahead.beats and ahead.lead() == pytest.approx((3 - 2 / math.sqrt(3)) / (2 / math.sqrt(3)))
+    one_seed_behind = compare({0: 3.0, 1: -0.5, 2: 6.0}, {0: 0.0, 1: 0.0, 2: 0.0}, sigma=1.0)
+    assert not one_seed_behind.beats and one_seed_behind.lead() < 0  # the least seed decides
+    assert compare(1.0, 0.0, sigma=1.0).lead() == pytest.approx((1 - SINGLE_RUN_MARGIN) / SINGLE_RUN_MARGIN)
+    level = compare({0: 1.0, 1: 1.0}, {0: 1.0, 1: 1.0}, sigma=0.5)  # no standard error: the unit is 2√2σ
+    assert level.lead() == 0 and -level.lead(-1) == 0

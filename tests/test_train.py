@@ -1,13 +1,14 @@
 """The fine-tuning loop (train.py): determinism, resume, the monitor's neutrality, frozen positions,
 outputs on disk."""
 
+import csv
 import json
 
 import pytest
 import torch
 
 from hnclip_core import train as train_module
-from hnclip_core.longclip import KEEP_POSITIONS, load_longclip_state_dict
+from hnclip_core.longclip import KEEP_POSITIONS, load_longclip, load_longclip_state_dict
 from hnclip_core.train import TrainConfig, epoch_batches, shuffled_batches, train, training_subset
 
 #: Table 3b's objectives as (γ, λ) of the loss
@@ -79,6 +80,12 @@ def test_resume_after_a_killed_run_reproduces_the_uninterrupted_history(
         train(killed, resume=True, gamma=0.25)
 
 
+def cosines(run_dir):
+    """The gradient cosines of a run's measurements, from the monitor's CSV."""
+    with open(run_dir / "gradient_measurements.csv") as handle:
+        return [float(row["grad_cosine"]) for row in csv.DictReader(handle)]
+
+
 def test_gradient_monitor_does_not_change_the_trajectory(tiny_checkpoint, tiny_benchmark, tmp_path):
     plain = train(tiny_config(tiny_checkpoint, tiny_benchmark, tmp_path / "plain", epochs=1, objective="clip"))
     monitored = train(
@@ -90,6 +97,9 @@ def test_gradient_monitor_does_not_change_the_trajectory(tiny_checkpoint, tiny_b
     (summary,) = monitored["diagnostics"]
     assert summary["epoch"] == 1 and summary["measurements"] == 3  # 48 pairs // 16 = 3 steps
     assert 0.0 <= summary["solved_clip"] <= 1.0 and summary["cosine_mean"] == summary["cosine_mean"]
+    trainable = sum(p.numel() for p in load_longclip(tiny_checkpoint)[0].parameters())
+    assert summary["cosines"] == 3 and summary["parameters"] <= trainable  # frozen positions are not spanned
+    assert summary["cosine_positive"] == sum(c > 0 for c in cosines(tmp_path / "mon" / "run")) / 3
     # an InfoNCE run (γ = 0) is still compared with the boosted loss at the monitor's γ = 0.5
     assert summary["median_loss_hn"] > summary["median_loss_clip"]
     rows = (tmp_path / "mon" / "run" / "gradient_measurements.csv").read_text().splitlines()

@@ -65,7 +65,7 @@ __all__ = [
 #: Environment variable naming the output folder when a notebook's ``output_dir`` parameter is None.
 OUTPUT_DIR_VARIABLE = "HNCLIP_OUTPUT_DIR"
 #: Bump when a change of code changes what a cached run computes: every cached run is then trained anew.
-RUN_CACHE_VERSION = 2
+RUN_CACHE_VERSION = 3
 #: The framework settings a run adds to its TrainConfig; like the config's ``training`` fields they shape the
 #: fine-tuning alone.
 FRAMEWORK_FIELDS = ("framework", "caption_augmentation", "segment_file")

@@ -36,11 +36,12 @@ from statistics import fmean, stdev, variance
 
 from .tidy import PARAMETERS, Table
 
-__all__ = ["SINGLE_RUN_MARGIN", "Comparison", "SeedSpread", "compare", "seed_spread"]
+__all__ = ["SINGLE_RUN_MARGIN", "TIE", "Comparison", "SeedSpread", "compare", "seed_spread"]
 
 #: How many σ one run must lead another of the same seed by to beat it: twice the spread √2·σ of such a difference.
 SINGLE_RUN_MARGIN = 2 * math.sqrt(2)
-_EPS = 1e-9  # R@1 values are multiples of 100/N: a difference below this is float noise, i.e. a tie
+#: R@1 values are multiples of 100/N: a difference below this is float noise, i.e. a tie.
+TIE = 1e-9
 #: What tells one configuration from another: every parameter but the files' labels, the seed and the epoch.
 _CONFIGURATION = tuple(p for p in PARAMETERS if p not in ("source", "study", "run", "seed", "epoch"))
 _METRIC_NAMES = {"mean_r1": "average R@1", "t2i_r1": "T→I R@1", "i2t_r1": "I→T R@1"}
@@ -117,8 +118,8 @@ class Comparison:
     def _ahead(self, sign: int) -> bool:
         if math.isnan(self.margin):
             return False
-        every = all(sign * d > _EPS for d in self.differences.values())
-        return every and sign * self.mean - self.margin > _EPS
+        every = all(sign * d > TIE for d in self.differences.values())
+        return every and sign * self.mean - self.margin > TIE
 
     @property
     def beats(self) -> bool:
@@ -131,6 +132,15 @@ class Comparison:
     @property
     def level(self) -> bool:
         return not self.beats and not self.behind
+
+    def lead(self, sign: int = +1) -> float:
+        """How far A's lead (``sign`` −1: B's) lies past the rule, in units of :attr:`margin`: its closer condition,
+        the mean difference beyond the margin or the least seed's difference beyond 0. Positive where that side wins;
+        ``-lead(-1)`` > 0 where it is not behind. Where identical differences leave no standard error, the unit is a
+        single run's margin 2√2σ."""
+        least = min(sign * d for d in self.differences.values())
+        unit = self.margin or SINGLE_RUN_MARGIN * self.sigma or 1.0
+        return min(sign * self.mean - self.margin, least) / unit
 
     def describe(self) -> str:
         """The difference and the rule it was judged by, e.g. "+2.07 over 3 seeds (+1.20, +3.05, +1.95), 2 SE 1.07"."""

@@ -152,9 +152,10 @@ def exercise3(calibration: dict, leads=(0.0, 1.0, 2.0), seeds=(2, 3, 5, 8), tria
 
 
 if __name__ == "__main__":
-    import json
     from pathlib import Path
 
-    calibration = json.loads((Path(__file__).resolve().parents[2] / "results" / "calibration.json").read_text())
+    from hnclip_core.replication.results_files import Results
+
+    calibration = Results(Path(__file__).resolve().parents[2] / "results").calibration
     print(exercise1(calibration), exercise2(calibration))
     print({f"lead {lead:+g}, {n} seeds": round(p, 3) for (lead, n), p in exercise3(calibration)["power"].items()})

@@ -192,6 +192,7 @@ SATURATION = {
     "cosine_mean": _text("Fig. 4", "cosine_mean"),
     "cosine_std": _text("Fig. 4", "cosine_std"),
     "cosine_median": _text("Fig. A8", "cosine_median", "DOCCI and DCI"),
+    "cosine_positive": _text("Fig. A8", "cosine_positive", "DOCCI and DCI"),  # share of measurements
     "measure_every": _text("Fig. 4", "measure_every"),
     "measurements": _text("Fig. 4", "measurements"),
 }
