@@ -51,6 +51,8 @@ __all__ = [
 #: Points of Recall@1 below which two recalls read as "level with" each other: equal up to float rounding (one query
 #: of a 1,000-pair split moves a recall by 0.1).
 SAME_RECALL = 0.005
+#: A gain within this share of the paper's is "about as much as" the paper's; beyond it, "more" or "less".
+ABOUT_AS_MUCH = 0.25
 
 
 # ---------------------------------------------------------------------------------------------- the loop by hand
@@ -442,7 +444,7 @@ def reading_the_results(rows: dict[str, dict], baseline: str, method: str, paper
 
     gain, paper_gain = ours - base, paper_r1[method] - paper_r1[baseline]
     if gain > SAME_RECALL:
-        size_word = ("about as much as" if abs(gain - paper_gain) <= 1 else
+        size_word = ("about as much as" if abs(gain - paper_gain) <= ABOUT_AS_MUCH * abs(paper_gain) else
                      "more than" if gain > paper_gain else "less than")
         parts.append(
             f"* **HN-CLIP vs InfoNCE, at this seed.** With the same data, batches and schedule, {m_name} ends ahead "

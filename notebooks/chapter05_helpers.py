@@ -162,7 +162,7 @@ STAYS_ACTIVE = "{claim} on {least} of them in every epoch (the paper's least: {p
 GRADIENT_RATIO = ("the boosted gradient is {low:.0f}–{high:.0f} times InfoNCE's (per-epoch medians), {versus} the "
                   "paper's {paper}")
 ALIGNED = ("it {verb} positively aligned with InfoNCE's (positive on {share:.0f} % of a run's measurements at least, "
-           "where two random directions are on 50 %; median cosines {low:.2f}–{high:.2f} per epoch; the paper: "
+           "where two random directions are on 50 %; median cosines {low:.2g}–{high:.2g} per epoch; the paper: "
            "{paper_share:.0f} %, median {paper_median:.2f})")
 HEADLINE = "HN-CLIP {verb} InfoNCE over the {seeds} of chapter 3's recipe, by {by} points ({why})"
 BOTH_BELOW = (" — but both end below the zero-shot model they start from (HN-CLIP by {m_low:.2f} to {m_high:.2f}, "

@@ -33,3 +33,17 @@ def test_a_lead_on_the_mean_names_the_direction_it_misses():
     level = reading_the_convergence({"clip": _run(52.0, 56.0, 58.0), "hn+tok": _run(52.0, 56.0, 58.0)}, "clip",
                                     "hn+tok")
     assert "HN-CLIP is not ahead of InfoNCE in any epoch" in level
+
+
+def test_the_size_of_the_lead_is_worded_against_the_papers():
+    from chapter03_helpers import reading_the_results
+
+    def reading(hn_clip):
+        rows = {name: {"mean_r1": r1, **{f"{d}_r5": 99.0 for d in ("t2i", "i2t")}}
+                for name, r1 in (("zero-shot", 52.0), ("InfoNCE", 58.0), ("HN-CLIP", hn_clip))}
+        paper = {"zero-shot": 72.8, "clip": 85.3, "hn+tok": 87.3}  # a lead of +2.0
+        return reading_the_results(rows, "clip", "hn+tok", paper, None, None, 1000, 2000, is_toy=False)
+
+    assert "by 1.2 points of average R@1, less than the paper's +2.0" in reading(59.2)
+    assert "by 1.8 points of average R@1, about as much as the paper's +2.0" in reading(59.8)
+    assert "by 2.6 points of average R@1, more than the paper's +2.0" in reading(60.6)

@@ -1,5 +1,5 @@
-"""``python -m hnclip_core`` maps its options onto TrainConfig (hnclip_core/cli.py, the core's commands; replication/cli.py
-adds the harness's calibrate on top)."""
+"""``python -m hnclip_core`` maps its options onto TrainConfig (hnclip_core/cli.py, the core's commands;
+replication/cli.py adds the harness's calibrate on top)."""
 
 import json
 

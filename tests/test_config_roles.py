@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from hnclip_core import train as train_module
 from hnclip_core import cli as cli_module
+from hnclip_core import train as train_module
 from hnclip_core.replication import experiment as experiment_module
 from hnclip_core.replication import tidy
 from hnclip_core.replication.objectives import objective_parameters

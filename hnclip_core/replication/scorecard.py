@@ -276,7 +276,7 @@ def _aligned(rows, sigma):
                       _past(beyond_random, RANDOM_SPREADS, "least median cosine, in random directions' spreads 1/√P",
                             ".3g"))
     return passed, ours, (f"least share positive {100 * shares[run]:.0f} % ({run}); per-epoch median cosine "
-                          f"{min(medians):.2f}–{max(medians):.2f}, against random directions' 50 % "
+                          f"{min(medians):.2g}–{max(medians):.2g}, against random directions' 50 % "
                           f"and ±{spread:.1g}" + (f"; {'; '.join(low)}" if low else "")), margin
 
 
