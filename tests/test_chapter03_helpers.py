@@ -47,3 +47,42 @@ def test_the_size_of_the_lead_is_worded_against_the_papers():
     assert "by 1.2 points of average R@1, less than the paper's +2.0" in reading(59.2)
     assert "by 1.8 points of average R@1, about as much as the paper's +2.0" in reading(59.8)
     assert "by 2.6 points of average R@1, more than the paper's +2.0" in reading(60.6)
+
+
+def _losses_reading(clip_curve, zero_clip=(0.020, 0.020), after_clip=(0.010, 0.010), solved=0.6):
+    """reading_the_losses on two epochs: InfoNCE's training curve, the zero-shot model's and the trained model's mean
+    L_CLIP on each epoch's 10 micro-batches, and the share of epoch 1's solved under the zero-shot model."""
+    import torch
+    from chapter03_helpers import reading_the_losses
+
+    def batches(mean, solved_share=0.0):  # 10 micro-batches with this mean, the first ones below 1e-3
+        low = int(round(10 * solved_share))
+        values = [0.0005] * low + [0.0] * (10 - low)
+        rest = (10 * mean - 0.0005 * low) / max(1, 10 - low)
+        return torch.tensor([v if i < low else rest for i, v in enumerate(values)])
+
+    results = {"clip": {"history": [{"epoch": 0}] + [{"epoch": e + 1, "train_loss": v}
+                                                     for e, v in enumerate(clip_curve)]},
+               "hn+tok": {"history": [{"epoch": 0}, {"epoch": 1, "train_loss": 5.0}, {"epoch": 2, "train_loss": 4.0}]}}
+    hn = torch.full((10,), 6.0)
+    losses = {"zero-shot": {e + 1: {"clip": batches(m, solved if e == 0 else 0.0), "hn": hn}
+                            for e, m in enumerate(zero_clip)},
+              "InfoNCE": {e + 1: {"clip": batches(m), "hn": hn} for e, m in enumerate(after_clip)},
+              "HN-CLIP": {e + 1: {"clip": batches(m), "hn": hn / 2} for e, m in enumerate(after_clip)}}
+    return reading_the_losses(results, "clip", "hn+tok", losses, "zero-shot")
+
+
+def test_the_loss_reading_follows_the_curves_and_the_fixed_models():
+    text = _losses_reading((0.016, 0.012))
+    assert "InfoNCE's falls from 0.016 in epoch 1 to 0.012 in epoch 2" in text
+    assert "InfoNCE starts saturated — the zero-shot model already solves 60 %" in text
+    assert "In every epoch its training loss is below the zero-shot model's" in text and "it learns as it goes" in text
+    assert "The batches explain little of the curves" in text
+    text = _losses_reading((0.016, 0.030), solved=0.2)
+    assert "InfoNCE's rises from 0.016 in epoch 1 to 0.03 in epoch 2" in text
+    assert "it starts with most of them left to learn" in text and "starts saturated" not in text
+    assert "above the zero-shot model's on the same micro-batches in epoch 2 of 2" in text
+    assert "so the curve's rise comes from the weights in motion, not from a worse end point" in text
+    moving = _losses_reading((0.016, 0.012), zero_clip=(0.020, 0.030))
+    assert "Some of what the curves do is the batches, not the model" in moving
+    assert "HN-CLIP model after training has reduced it" in moving and "far above InfoNCE's" in moving
