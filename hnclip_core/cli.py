@@ -66,9 +66,11 @@ def config_values(args: argparse.Namespace, leave_out: frozenset[str] = frozense
             if f.name not in leave_out and getattr(args, f.name) is not None}
 
 
-def build_parser(more_commands: Callable[[argparse._SubParsersAction], None] | None = None) -> argparse.ArgumentParser:
+def build_parser(more_commands: Callable[[argparse._SubParsersAction], None] | None = None,
+                 description: str = "fine-tune, evaluate and export with the core of hnclip"
+                 ) -> argparse.ArgumentParser:
     """The parser of :data:`COMMANDS`; ``more_commands(subparsers)`` adds others (the harness's ``calibrate``)."""
-    parser = argparse.ArgumentParser(prog="python -m hnclip_core", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m hnclip_core", description=description)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress messages")
     commands = parser.add_subparsers(dest="command", required=True)
 

@@ -25,7 +25,8 @@ LAB_INSTALL = "pip install 'hnclip-core[lab]'"
 
 def build_parser() -> argparse.ArgumentParser:
     """The core's parser with ``calibrate`` added."""
-    return core.build_parser(_add_calibrate)
+    return core.build_parser(_add_calibrate, description="fine-tune, evaluate and export with the core of hnclip; "
+                                                          "calibrate the embedded toy with its harness")
 
 
 def _add_calibrate(commands) -> None:
