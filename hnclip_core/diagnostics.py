@@ -118,7 +118,7 @@ class GradientMonitor:
         """Per epoch: fraction of batches solved by each loss, fraction of exactly-zero gradients, the
         median ‖∇L_HN‖ / ‖∇L_CLIP‖ where the standard gradient is non-zero, and the gradient cosine's
         mean, standard deviation, median and share of positive values over the ``cosines`` measurements that have
-        one (Fig. 4a–b and its caption; §2.4 observations i–ii; App. C: "median cosine 0.58, positive on 98 %"),
+        one (Fig. 4a–b and its caption; §2.4 observations i–ii; App. C reports the median and the positive share),
         beside ``parameters``, the P that sets the cosine of random directions (mean 0, spread 1/√P)."""
         by_epoch: dict[int, list[GradientMeasurement]] = defaultdict(list)
         for m in self.measurements:
