@@ -69,7 +69,7 @@ from matplotlib.ticker import MaxNLocator
 from hnclip_core.diagnostics import GradientMeasurement
 from hnclip_core.losses import SOLVED_LOSS_THRESHOLD, caption_margin
 from hnclip_core.replication.plots import METHOD_COLOURS, show
-from hnclip_core.replication.scorecard import ACTIVE_SHARE, ALIGNED_SHARE, RANDOM_SPREADS, SATURATED_SHARE
+from hnclip_core.replication.scorecard import ACTIVE_SHARE, SATURATED_SHARE, alignment
 
 __all__ = [
     "TWIN", "strong_init_batch", "twin_margin", "batch_summary",
@@ -925,10 +925,9 @@ def reading_the_dynamics(zero_shot_solved: float, diagnostics: list[dict], histo
     zero_grad = max(d["grad_zero_clip"] for d in diagnostics)
     ratios = [d["median_grad_ratio"] for d in diagnostics]
     medians = [d["cosine_median"] for d in diagnostics]
-    positive = sum(d["cosine_positive"] * d["cosines"] for d in diagnostics) / sum(d["cosines"] for d in diagnostics)
+    gradients = alignment(diagnostics)  # the scorecard's gradient_aligned rule, on this run
     parameters = diagnostics[0]["parameters"]
     random_spread = 1 / math.sqrt(parameters)
-    aligned = positive > ALIGNED_SHARE and min(medians) > RANDOM_SPREADS * random_spread
     ratio_low, ratio_high = paper["grad_ratio_range"]
     before, after = history[0]["mean_r1"], history[-1]["mean_r1"]
 
@@ -959,8 +958,9 @@ def reading_the_dynamics(zero_shot_solved: float, diagnostics: list[dict], histo
     power = lambda x: "10" + str(round(math.log10(x))).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))  # noqa: E731
     text.append(f"The boosted gradient is {span(ratios, '.3g')} times larger than InfoNCE's (per-epoch median), "
                 f"{place} the paper's range {power(ratio_low)}–{power(ratio_high)}, "
-                + ("and positively aligned with it" if aligned else "and not consistently aligned with it")
-                + f": the two gradients' cosine is positive on {100 * positive:.0f} % of the measurements, where two "
+                + ("and positively aligned with it" if gradients.aligned else "and not consistently aligned with it")
+                + f": the two gradients' cosine is positive on {100 * gradients.positive_share:.0f} % of the "
+                f"measurements, where two "
                 f"random directions in these {parameters / 1e6:.1f} M parameters would be on 50 % (cosine 0 ± "
                 f"{random_spread:.1g}), with a median of {span(medians, '.2f')} per epoch (the paper: positive on "
                 f"{100 * paper['cosine_positive']:.0f} %, median {paper['cosine_median']:.2f}, Fig. A8).")

@@ -33,8 +33,8 @@ from .significance import SINGLE_RUN_MARGIN as _SINGLE
 from .significance import TIE, Comparison, compare, seed_spread
 from .tidy import NotMeasured, Table
 
-__all__ = ["CALIBRATION", "CLAIMS", "Claim", "DAMAGE_LIMITATION", "JUDGED_AS_CLAIMS", "STATUSES", "Verdict",
-           "calibration_view", "claims_table", "design_targets", "judge"]
+__all__ = ["CALIBRATION", "CLAIMS", "Alignment", "Claim", "DAMAGE_LIMITATION", "JUDGED_AS_CLAIMS", "STATUSES",
+           "Verdict", "alignment", "calibration_view", "claims_table", "design_targets", "judge"]
 
 STATUSES = ("reproduced", "not reproduced", "not measured")
 
@@ -252,32 +252,50 @@ ALIGNED_SHARE = 0.9
 RANDOM_SPREADS = 3
 
 
+@dataclass(frozen=True)
+class Alignment:
+    """One monitored run's gradient alignment, as ``gradient_aligned`` judges it: the share of its measurements with a
+    positive cosine (epochs weighted by their counts) and its least per-epoch median cosine in units of two random
+    directions' spread 1/√P."""
+
+    positive_share: float
+    least_median_in_spreads: float
+
+    @property
+    def aligned(self) -> bool:
+        return _above(self.positive_share, ALIGNED_SHARE) and _above(self.least_median_in_spreads, RANDOM_SPREADS)
+
+
+def alignment(epochs: Sequence[dict]) -> Alignment | None:
+    """The :class:`Alignment` of one run's per-epoch monitor summaries (None where no measurement had a cosine)."""
+    measured = [e for e in epochs if e["cosines"]]
+    if not measured:
+        return None
+    positive = sum(e["cosine_positive"] * e["cosines"] for e in measured) / sum(e["cosines"] for e in measured)
+    return Alignment(positive, min(e["cosine_median"] * math.sqrt(e["parameters"]) for e in measured))
+
+
 def _aligned(rows, sigma):
-    shares, low = {}, []
-    for run in rows.column("run"):  # over all of a run's measurements with a cosine: epochs weighted by their counts
-        epochs = rows.where(run=run)
-        counted = sum(r["cosines"] for r in epochs)
-        if counted:
-            shares[run] = sum(r["cosine_positive"] * r["cosines"] for r in epochs) / counted
-        low += [f"median {r['cosine_median']:.2g} ≤ {RANDOM_SPREADS}/√P ({run}, epoch {r['epoch']})" for r in epochs
-                if r["cosines"] and not _above(r["cosine_median"], RANDOM_SPREADS / math.sqrt(r["parameters"]))]
-    if not shares:
+    runs = {run: a for run in rows.column("run") if (a := alignment(rows.where(run=run).rows)) is not None}
+    if not runs:
         raise NotMeasured("no measurement with a gradient cosine")
-    run = min(shares, key=shares.get)
+    least_share = min(runs, key=lambda run: runs[run].positive_share)
+    least_median = min(runs, key=lambda run: runs[run].least_median_in_spreads)
     measured = [r for r in rows if r["cosines"]]
     medians = [r["cosine_median"] for r in measured]
     spread = 1 / math.sqrt(min(r["parameters"] for r in measured))
-    ours = {f"least share of positive cosines ({len(shares)} runs)": shares[run],
+    ours = {f"least share of positive cosines ({len(runs)} runs)": runs[least_share].positive_share,
             "per-epoch median cosine": [min(medians), max(medians)],
             "random directions: share positive / cosine spread 1/√P": [0.5, spread]}
-    passed = _above(shares[run], ALIGNED_SHARE) and not low
-    beyond_random = min(r["cosine_median"] * math.sqrt(r["parameters"]) for r in measured)
-    margin = _closest(_past(shares[run], ALIGNED_SHARE, "least share positive", ".2f"),
-                      _past(beyond_random, RANDOM_SPREADS, "least median cosine, in random directions' spreads 1/√P",
-                            ".3g"))
-    return passed, ours, (f"least share positive {100 * shares[run]:.0f} % ({run}); per-epoch median cosine "
-                          f"{min(medians):.2g}–{max(medians):.2g}, against random directions' 50 % "
-                          f"and ±{spread:.1g}" + (f"; {'; '.join(low)}" if low else "")), margin
+    low = [f"median {r['cosine_median']:.2g} ≤ {RANDOM_SPREADS}/√P ({r['run']}, epoch {r['epoch']})" for r in measured
+           if not _above(r["cosine_median"] * math.sqrt(r["parameters"]), RANDOM_SPREADS)]
+    margin = _closest(_past(runs[least_share].positive_share, ALIGNED_SHARE, "least share positive", ".2f"),
+                      _past(runs[least_median].least_median_in_spreads, RANDOM_SPREADS,
+                            "least median cosine, in random directions' spreads 1/√P", ".3g"))
+    return all(a.aligned for a in runs.values()), ours, \
+        (f"least share positive {100 * runs[least_share].positive_share:.0f} % ({least_share}); per-epoch median "
+         f"cosine {min(medians):.2g}–{max(medians):.2g}, against random directions' 50 % and ±{spread:.1g}"
+         + (f"; {'; '.join(low)}" if low else "")), margin
 
 
 # ---------------------------------------------------------------------------------------------------------
